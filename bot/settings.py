@@ -1,0 +1,124 @@
+"""Every setting of the bot, read once at start (pydantic-settings) and passed down.
+
+Nothing else reads the environment. Names are the environment variable names; a `.env`
+file in the working directory is read too. `.env.example` lists them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memory.config import MemoryConfig
+from memory.pricing import ModelPrice, PriceTable, default_prices
+
+DISCORD_API_BASE = "https://discord.com/api/v10"
+DISCORD_GATEWAY_URL = "wss://gateway.discord.gg/"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", case_sensitive=False)
+
+    # --- secrets and endpoints
+    discord_token: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None  # unset: Anthropic's own API
+    anthropic_timeout: float = 60.0  # seconds per model call
+    anthropic_max_retries: int = 2  # the SDK's own retries, for replies only
+    discord_api_base: str = DISCORD_API_BASE
+    discord_gateway_url: str = DISCORD_GATEWAY_URL
+
+    # --- storage
+    database_url: SecretStr | None = None  # unset: an embedded PostgreSQL under DATA_DIR
+    data_dir: Path = Path(".data")
+
+    # --- the bot
+    bot_name: str = "Eva"
+    persona_file: Path | None = None
+    reply_to_name: bool = True  # answer when the bot's name appears as a word
+    reply_in_dms: bool = True
+    ignore_bots: bool = True
+    reply_model: str = "claude-sonnet-5-5"
+    compact_model: str = "claude-haiku-4-5"
+    reply_max_tokens: int = 1024
+    tool_steps: int = 6  # model calls per reply turn, tool calls included
+    tool_result_bytes: int = 8000  # cap on one tool result sent back to the model
+    debounce_seconds: float = 1.5
+    user_cooldown_seconds: float = 10.0
+    guild_monthly_reply_cap: int = 0  # 0 = off
+    prices: dict[str, ModelPrice] = Field(default_factory=default_prices)
+
+    # --- the memory (DESIGN.md section 7); sizes in bytes, times in seconds
+    node_bytes: int = 512
+    view_high: int = 96_000
+    view_low: int = 48_000
+    tail_start: int = 48_000
+    tail_keep: int = 12_000
+    tail_force: int = 96_000
+    tail_cap: int = 160_000
+    quiet: float = 1800.0
+    jobs: int = 8
+    tries: int = 5
+    retry: float = 10.0
+    tasks_per_call: int = 4
+    timezone: str = "UTC"
+
+    # --- logging
+    log_format: Literal["json", "console"] = "console"
+    log_level: str = "INFO"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+    def memory_config(self) -> MemoryConfig:
+        return MemoryConfig(
+            node_bytes=self.node_bytes,
+            view_high=self.view_high,
+            view_low=self.view_low,
+            tail_start=self.tail_start,
+            tail_keep=self.tail_keep,
+            tail_force=self.tail_force,
+            tail_cap=self.tail_cap,
+            quiet_seconds=self.quiet,
+            jobs=self.jobs,
+            tries=self.tries,
+            retry_seconds=self.retry,
+            tasks_per_call=self.tasks_per_call,
+            timezone=self.timezone,
+        )
+
+    def price_table(self) -> PriceTable:
+        return PriceTable(dict(self.prices))
+
+    def missing_for_run(self) -> list[str]:
+        """Required settings that `eva run` cannot start without."""
+        missing = []
+        if not self.discord_token or not self.discord_token.get_secret_value():
+            missing.append("DISCORD_TOKEN")
+        if not self.anthropic_api_key or not self.anthropic_api_key.get_secret_value():
+            missing.append("ANTHROPIC_API_KEY")
+        return missing
+
+    def problems(self) -> list[str]:
+        """Settings that are present but inconsistent, one sentence each."""
+        out = []
+        if not 0 < self.view_low < self.view_high:
+            out.append("VIEW_LOW must be above 0 and below VIEW_HIGH")
+        if not 0 < self.tail_keep < self.tail_start <= self.tail_force <= self.tail_cap:
+            out.append("need 0 < TAIL_KEEP < TAIL_START <= TAIL_FORCE <= TAIL_CAP")
+        if self.node_bytes < 64:
+            out.append("NODE_BYTES below 64 leaves no room for a useful line")
+        if self.jobs < 1 or self.tries < 1:
+            out.append("JOBS and TRIES must be at least 1")
+        return out

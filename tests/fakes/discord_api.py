@@ -1,0 +1,203 @@
+"""A local fake of Discord's gateway and REST API for whole-process tests of an unpatched discord.py bot.
+
+In-process:
+    async with FakeDiscord() as d:
+        point_discord_at(d.api_base, d.gateway_url)   # the only patching discord.py needs
+        bot = commands.Bot(..., guild_ready_timeout=0.05)
+        ...  d.chat.post_user_message(d.ids.general, d.ids.alice, "hi")
+
+As a process (a test driving `eva run` as a subprocess):
+    python -m tests.fakes.discord_api --port 8765
+prints one JSON line {"api_base", "gateway_url", "control_url", "ids"} and serves until killed;
+the control surface under /_fake/... is described in tests/fakes/discord_control.py.
+
+What a test touches (all synchronous; events reach the bot over the websocket right after):
+    d.ids                 default world: guild, general/random channels, a thread, owner/admin/alice/bob
+    d.world               users, guilds, channels, roles (add_*, give_role, delete_channel, remove_guild)
+    d.chat                post_user_message / edit_user_message / delete_message / bulk_delete
+    d.commands            registered application commands (listed(guild_id=None))
+    d.interactions        create_command / click, and responses(interaction_id) as the bot answered
+    d.requests(...)       the REST request log; d.gateway: drop_connections / request_reconnect
+
+Module map: discord_model (snowflakes, entities, history paging), discord_world (guilds, channels,
+event fan-out), discord_messages, discord_commands, discord_interactions, discord_gateway,
+discord_rest, discord_control.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from types import TracebackType
+
+import yarl
+from aiohttp import web
+
+from tests.fakes.discord_commands import CommandRegistry
+from tests.fakes.discord_control import ControlApi, control_middleware
+from tests.fakes.discord_gateway import CLOSE_RESUMABLE, DEFAULT_HEARTBEAT_MS, FakeGateway
+from tests.fakes.discord_interactions import InteractionDesk
+from tests.fakes.discord_messages import MessageDesk
+from tests.fakes.discord_model import Json
+from tests.fakes.discord_rest import API_PREFIX, RestApi, make_api_middleware
+from tests.fakes.discord_world import DefaultIds, FakeWorld
+
+__all__ = ["FakeDiscord", "point_discord_at", "restore_discord_endpoints"]
+
+
+def point_discord_at(api_base: str, gateway_url: str) -> tuple[str, yarl.URL]:
+    """Repoint discord.py's REST base and default gateway; returns the previous values for restoring."""
+    import discord.gateway
+    import discord.http
+
+    previous = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+    discord.http.Route.BASE = api_base
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+    return previous
+
+
+def restore_discord_endpoints(previous: tuple[str, yarl.URL]) -> None:
+    import discord.gateway
+    import discord.http
+
+    discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = previous
+
+
+class FakeDiscord:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        shard_count: int = 1,
+        heartbeat_ms: int = DEFAULT_HEARTBEAT_MS,
+    ) -> None:
+        """token=None accepts any bot token; a string makes REST answer 401 and the gateway close 4004
+        for any other token."""
+        self.host = host
+        self.port = port
+        self.world = FakeWorld()
+        self.chat = MessageDesk(self.world)
+        self.commands = CommandRegistry(self.world)
+        self.interactions = InteractionDesk(self.world, self.chat, self.commands)
+        self.gateway = FakeGateway(
+            self.world, token=token, shard_count=shard_count, heartbeat_ms=heartbeat_ms
+        )
+        self._token = token
+        self._runner: web.AppRunner | None = None
+
+    # ----- addresses ---------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def api_base(self) -> str:
+        return f"{self.base_url}{API_PREFIX}"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://{self.host}:{self.port}/gateway"
+
+    @property
+    def control_url(self) -> str:
+        return f"{self.base_url}/_fake"
+
+    @property
+    def ids(self) -> DefaultIds:
+        return self.world.ids
+
+    @property
+    def request_log(self) -> list[Json]:
+        return self.world.request_log
+
+    def requests(self, method: str | None = None, path_prefix: str = "") -> list[Json]:
+        """Logged REST requests, optionally filtered (path relative to /api/v10, e.g. '/applications/')."""
+        return [
+            r
+            for r in self.world.request_log
+            if (method is None or r["method"] == method) and r["path"].startswith(path_prefix)
+        ]
+
+    # ----- lifecycle ---------------------------------------------------------------------------
+
+    def build_app(self) -> web.Application:
+        app = web.Application(middlewares=[make_api_middleware(self.world, self._token), control_middleware])
+        app.router.add_get("/gateway", self.gateway.handle)
+        app.router.add_routes(RestApi(self.world, self.chat, self.interactions, self.gateway).routes())
+        app.router.add_routes(ControlApi(self.world, self.chat, self.interactions, self.gateway).routes())
+        return app
+
+    async def start(self) -> None:
+        runner = web.AppRunner(self.build_app(), handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        await site.start()
+        self._runner = runner
+        address = runner.addresses[0]
+        self.port = int(address[1])
+        self.world.cdn_base = self.base_url
+        self.gateway.url = self.gateway_url
+
+    async def stop(self) -> None:
+        await self.gateway.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeDiscord:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def drop_connections(self, code: int = CLOSE_RESUMABLE) -> int:
+        """Simulate a network drop; discord.py reconnects and RESUMEs (on_resumed)."""
+        return await self.gateway.drop_connections(code)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    fake = FakeDiscord(host=args.host, port=args.port, token=args.token, shard_count=args.shards)
+    await fake.start()
+    print(
+        json.dumps(
+            {
+                "api_base": fake.api_base,
+                "gateway_url": fake.gateway_url,
+                "control_url": fake.control_url,
+                "ids": fake.ids.as_json(),
+            }
+        ),
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await fake.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Local fake Discord gateway + REST API for tests")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
+    parser.add_argument("--token", default=None, help="require this bot token (default: accept any)")
+    parser.add_argument("--shards", type=int, default=1, help="shard count reported by GET /gateway/bot")
+    asyncio.run(_serve(parser.parse_args(argv if argv is not None else sys.argv[1:])))
+
+
+if __name__ == "__main__":
+    main()
