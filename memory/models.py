@@ -131,6 +131,7 @@ class MemoryRow(Base):
     staged: Mapped[list[list[int]] | None] = mapped_column(JSONB)
     staged_boundary: Mapped[int | None] = mapped_column(BigInteger)
     batch_target: Mapped[int | None] = mapped_column(Integer)  # bytes; set while a batch is unfinished
+    staged_ready: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     needs_repair: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     version: Mapped[int] = mapped_column(Integer, server_default="0")
     swaps: Mapped[int] = mapped_column(Integer, server_default="0")

@@ -107,6 +107,7 @@ def upgrade() -> None:
         sa.Column("staged", postgresql.JSONB(), nullable=True),
         sa.Column("staged_boundary", sa.BigInteger(), nullable=True),
         sa.Column("batch_target", sa.Integer(), nullable=True),
+        sa.Column("staged_ready", sa.Boolean(), server_default=sa.text("false"), nullable=False),
         sa.Column("needs_repair", sa.Boolean(), server_default=sa.text("false"), nullable=False),
         sa.Column("version", sa.Integer(), server_default="0", nullable=False),
         sa.Column("swaps", sa.Integer(), server_default="0", nullable=False),

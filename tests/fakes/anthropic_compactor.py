@@ -6,8 +6,8 @@ The first user turn that holds a task block names the tasks (one, or several in 
 ``<out n="K">`` form); when the last user turn is a "Too long" follow-up, the answer is the
 retry for the named step(s), always within the limit.
 
-Line sizes follow the size model of DESIGN.md section 12 (see ``_fake_line``); the only entry
-point for them is ``compactor_line``, so it can be pointed at ``memory.fake_summarizer`` later.
+Line sizes follow the one size model of DESIGN.md section 12, ``memory.fake_summarizer``'s; the
+only entry point for them is ``compactor_line``.
 """
 
 from __future__ import annotations
@@ -18,22 +18,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.fake_summarizer import (
+    compress_size,
+    fake_compress_try,
+    fake_merge_try,
+    first_try_overshoot,
+    merge_size,
+)
 from memory.prompts import (
     COMPACT_SYSTEM,
     COMPRESS_HEAD,
     MANY_HEAD,
     MERGE_HEAD,
-    NODE_BYTES_DEFAULT,
     TOO_LONG,
     TOO_LONG_MANY,
     cut_at_bytes,
-    flatten,
 )
-
-OVERSHOOT_MIN_BYTES = 5
-OVERSHOOT_MAX_BYTES = 40
-COMPRESS_FLOOR_BYTES = 60
-JITTER = 0.10  # +-10%
 
 
 def _template_regex(template: str) -> str:
@@ -66,75 +66,53 @@ def _nbytes(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _unit(seed: int, salt: str) -> float:
-    """A deterministic number in [0, 1) from a seed and a purpose."""
-    digest = hashlib.sha256(f"{seed}:{salt}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
 def input_seed(kind: str, input_text: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{kind}\n{input_text}".encode()).digest()[:8], "big")
 
 
-def _fragments(kind: str, input_text: str) -> list[str]:
-    """The "Name: words" pieces of the input, each of which the line keeps a part of."""
-    if kind == "compress":
-        return [flatten(input_text).strip()]
-    pieces: list[str] = []
-    for line in input_text.split("\n"):
-        pieces += [piece.strip() for piece in line.split("; ") if piece.strip()]
-    return pieces
+def _pad(line: str, input_text: str, target: int) -> str:
+    """``line`` brought to exactly ``target`` bytes: the input's words again, then dots.
 
-
-def _take_words(fragment: str, budget: int) -> str:
-    """The fragment's leading words within ``budget`` bytes (always its first word, e.g. a name)."""
-    words = fragment.split()
-    taken = words[:1]
-    for word in words[1:]:
-        if _nbytes(" ".join([*taken, word])) > budget:
-            break
-        taken.append(word)
-    return " ".join(taken)
-
-
-def _extract(kind: str, input_text: str, target: int) -> str:
-    """An extractive line of exactly ``target`` bytes built from the input's fragments."""
-    fragments = _fragments(kind, input_text) or ["x"]
-    total = sum(_nbytes(fragment) for fragment in fragments) or 1
-    line = "; ".join(_take_words(fragment, int(target * _nbytes(fragment) / total)) for fragment in fragments)
-    filler = " ".join(fragments).split() or ["x"]
+    The in-process fake writes at most the modelled size (its text is cut from the input); the
+    HTTP fake always writes exactly it, so a short input still gets the 60-byte floor and an
+    overshooting first try is always 5..40 bytes over, whatever the input's length.
+    """
+    filler = input_text.split() or ["x"]
     index = 0
     while _nbytes(line) < target:
-        line += " " + filler[index % len(filler)]
+        word = filler[index % len(filler)]
+        line = f"{line} {word}" if line else word
         index += 1
     line = cut_at_bytes(line, target).rstrip()
     return line + "." * (target - _nbytes(line))
 
 
-def _fake_line(
-    kind: str, input_text: str, seed: int, *, limit: int = NODE_BYTES_DEFAULT, overshoot: bool = False
+def compactor_line(
+    kind: str, input_text: str, seed: int, *, limit: int, attempt: int, overshoot_rate: float
 ) -> str:
-    """The size model (DESIGN.md section 12), with ``limit`` for 512:
+    """THE hook for line sizes: memory.fake_summarizer's size model (DESIGN.md section 12).
 
-    compress: min(limit, max(60, 0.5 x input bytes) x jitter); merge: min(limit, 0.8 x (a + b) x
-    jitter), where jitter is a deterministic factor in [0.9, 1.1] from ``seed``. An overshooting
-    first try is limit + 5..40 bytes instead. The text is extractive (keeps "Name: words").
+    Sizes and text come from ``fake_compress_try`` / ``fake_merge_try`` (compress: min(limit,
+    max(60, 0.5 x input bytes) x jitter); merge: min(limit, 0.8 x (a + b) x jitter); jitter in
+    [0.9, 1.1]; the first try 5..40 bytes over the limit with probability ``overshoot_rate``, drawn
+    by ``first_try_overshoot``). ``attempt`` 2 and later always fit. The seed is a hash of the
+    input, as the HTTP fake never sees a node address, so the two fakes draw different jitters
+    from the same distribution. The line is then padded to the modelled size (see ``_pad``): for
+    inputs over 512 bytes, the only ones a compactor sends, that adds at most the 12 bytes a
+    word-boundary cut took off.
     """
-    if overshoot:
-        span = OVERSHOOT_MAX_BYTES - OVERSHOOT_MIN_BYTES + 1
-        return _extract(kind, input_text, limit + OVERSHOOT_MIN_BYTES + int(_unit(seed, "over") * span))
-    jitter = 1.0 - JITTER + 2 * JITTER * _unit(seed, "jitter")
+    over = first_try_overshoot(seed, overshoot_rate) if attempt == 1 else 0
     if kind == "compress":
-        base = max(COMPRESS_FLOOR_BYTES, 0.5 * _nbytes(input_text))
+        author, separator, text = input_text.partition(": ")
+        if not separator:
+            author, text = "", input_text
+        line = fake_compress_try(author, text, seed, attempt, overshoot_rate, limit)
+        size = compress_size(_nbytes(input_text), seed, limit)
     else:
         left, _, right = input_text.partition("\n")
-        base = 0.8 * (_nbytes(left) + _nbytes(right))
-    return _extract(kind, input_text, max(1, min(limit, round(base * jitter))))
-
-
-def compactor_line(kind: str, input_text: str, seed: int, *, limit: int, overshoot: bool) -> str:
-    """THE hook for line sizes: point this at memory.fake_summarizer when it exists."""
-    return _fake_line(kind, input_text, seed, limit=limit, overshoot=overshoot)
+        line = fake_merge_try(left, right, seed, attempt, overshoot_rate, limit)
+        size = merge_size(_nbytes(left), _nbytes(right), seed, limit)
+    return _pad(line, input_text, limit + over if over else size)
 
 
 def content_text(content: Any) -> str:
@@ -188,8 +166,14 @@ class Compactor:
 
     def _line(self, task: ParsedTask, first_try: bool) -> str:
         seed = input_seed(task.kind, task.input_text)
-        overshoot = first_try and _unit(seed, "overshoot?") < self.overshoot_rate
-        return compactor_line(task.kind, task.input_text, seed, limit=task.limit, overshoot=overshoot)
+        return compactor_line(
+            task.kind,
+            task.input_text,
+            seed,
+            limit=task.limit,
+            attempt=1 if first_try else 2,
+            overshoot_rate=self.overshoot_rate,
+        )
 
     def reply_text(self, body: Mapping[str, Any]) -> str:
         texts = _user_texts(body)

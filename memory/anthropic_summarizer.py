@@ -1,0 +1,168 @@
+"""The compactor's model calls through the Anthropic API (the Summarizer protocol).
+
+One ``summarize`` call is one conversation (DESIGN.md section 6):
+
+1. system: ``COMPACT_SYSTEM`` (constant); one user turn with two text blocks: the ``<chat>``
+   context (cache-marked: system + context form the cached prefix, so consecutive nodes of a
+   chat, which share their context, read it back at 0.1x) and the task block (ruler + tasks).
+   No tools: our own constant system prompt caches across compactions. (DESIGN section 9 allows
+   sharing the reply's tools + system to share one cache; not done, see the report of issue 3.)
+2. Each line over ``node_bytes`` is retried in the same conversation: the reply goes back as the
+   assistant turn, then a user turn shows each over-long line cut at the limit ("| ← LIMIT").
+   At most ``tries`` requests in all; the shortest try of each task is kept; a task the first
+   reply leaves empty is a failure of that node (``None``), never retried here.
+
+Failures: any SDK failure of the first request raises :class:`SummarizerError` with a short
+reason, after one log event (reason, model, counts; never text). The client is used with
+``max_retries=0``: the compactor's RETRY loop retries the node, not the SDK. If a too-long
+retry request fails, the lines already written are returned (the shortest, still over the
+limit, as after the last try) so the tokens already spent reach the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from anthropic import AsyncAnthropic
+
+from memory.claude import ClaudeError, create_message, message_text, usage_from_response, without_retries
+from memory.prompts import (
+    COMPACT_SYSTEM,
+    NODE_BYTES_DEFAULT,
+    context_block,
+    parse_lines,
+    task_block,
+    too_long_block,
+)
+from memory.summarizer import CallUsage, CompactTask, SummarizerError, SummaryBatch
+
+log = structlog.get_logger(__name__)
+
+# A line is at most 512 bytes, and a first try may run ~40 over: ~140 tokens of English at
+# ~4 bytes a token. 300 per step leaves room for scripts at ~2 bytes a token; the margin
+# covers the <out n="K"> wrappers (~6 tokens a step) of a multi-step answer.
+TOKENS_PER_STEP = 300
+TOKENS_MARGIN = 100
+DEFAULT_TRIES = 5
+
+
+def _nbytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def max_tokens_for(steps: int) -> int:
+    return TOKENS_PER_STEP * steps + TOKENS_MARGIN
+
+
+def first_turn(context: Sequence[str], tasks: Sequence[CompactTask], node_bytes: int) -> dict[str, Any]:
+    """The user turn: the cached ``<chat>`` block, then the task block."""
+    return {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": context_block(context), "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": task_block(tasks, node_bytes)},
+        ],
+    }
+
+
+class AnthropicSummarizer:
+    """:class:`~memory.summarizer.Summarizer` over an ``AsyncAnthropic`` client.
+
+    ``client`` is the process's one client (memory.claude.make_client); this class derives a
+    copy with ``max_retries=0`` and, when given, its own ``timeout`` (seconds per request),
+    sharing the client's connection pool.
+    """
+
+    def __init__(
+        self,
+        client: AsyncAnthropic,
+        *,
+        model: str,
+        node_bytes: int = NODE_BYTES_DEFAULT,
+        tries: int = DEFAULT_TRIES,
+        timeout: float | None = None,
+    ) -> None:
+        if tries < 1:
+            raise ValueError("tries must be at least 1")
+        self.client = without_retries(client, timeout)
+        self.model = model
+        self.node_bytes = node_bytes
+        self.tries = tries
+
+    async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
+        count = len(tasks)
+        usage = CallUsage(model=self.model)
+        if count == 0:
+            return SummaryBatch(lines=[], tries=[], usage=usage)
+        many = count > 1
+        messages: list[dict[str, Any]] = [first_turn(context, tasks, self.node_bytes)]
+        best: list[str | None] = [None] * count
+        tries = [1] * count
+        pending = list(range(count))  # the steps the next reply answers
+        for attempt in range(1, self.tries + 1):
+            try:
+                reply = await self._request(messages, len(pending), usage)
+            except ClaudeError as exc:
+                log.warning(
+                    "compact_call_failed",
+                    model=self.model,
+                    reason=exc.reason,
+                    tasks=count,
+                    request=attempt,
+                )
+                if attempt == 1:
+                    raise SummarizerError(exc.reason) from exc
+                break  # keep the lines already written (see the module docstring)
+            parsed = parse_lines(reply, count)
+            over: list[int] = []
+            for k in pending:
+                line = parsed[k]
+                if line is None:
+                    continue  # first reply: the node fails; a retry: the earlier try stands
+                tries[k] = attempt
+                kept = best[k]
+                if kept is None or _nbytes(line) < _nbytes(kept):
+                    best[k] = line
+                if _nbytes(line) > self.node_bytes:
+                    over.append(k)
+            if not over or attempt == self.tries:
+                break
+            messages += [
+                {"role": "assistant", "content": reply},
+                {"role": "user", "content": self._too_long_turn(parsed, over, many)},
+            ]
+            pending = over
+        return SummaryBatch(lines=best, tries=tries, usage=usage)
+
+    def _too_long_turn(self, parsed: Sequence[str | None], over: Sequence[int], many: bool) -> str:
+        notes = []
+        for k in over:
+            line = parsed[k]
+            assert line is not None  # only answered steps are over the limit
+            notes.append(too_long_block(line, self.node_bytes, k + 1 if many else None))
+        return "\n\n".join(notes)
+
+    async def _request(self, messages: list[dict[str, Any]], steps: int, usage: CallUsage) -> str:
+        """One HTTP request; its usage is added to ``usage``; the reply's text is returned."""
+        message = await create_message(
+            self.client,
+            model=self.model,
+            max_tokens=max_tokens_for(steps),
+            system=[{"type": "text", "text": COMPACT_SYSTEM}],
+            messages=messages,
+        )
+        counted = usage_from_response(message)
+        usage.add(
+            CallUsage(
+                model=self.model,
+                input_tokens=counted.input_tokens,
+                output_tokens=counted.output_tokens,
+                cache_write_tokens=counted.cache_write_5m_tokens,
+                cache_write_1h_tokens=counted.cache_write_1h_tokens,
+                cache_read_tokens=counted.cache_read_tokens,
+                calls=1,
+            )
+        )
+        return message_text(message)

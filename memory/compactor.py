@@ -1,0 +1,233 @@
+"""The compactor: runs the model tasks the planner hands out, up to JOBS calls at once.
+
+One builder per chat across processes: a pass holds a Postgres advisory lock on the chat
+(a second worker skips that chat), and the unique key on (chat, level, index) turns any
+duplicate build into a no-op. Results computed before an erasure or edit are thrown away
+(the row version moved), so no line built from erased words is ever written.
+
+A failed node is retried after RETRY (10 s), forever, and reported once: the next reply
+reads these lines, so the compactor must catch up fast, not back off for minutes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import structlog
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.clock import Clock
+from memory.config import MemoryConfig
+from memory.ledger import record_usage, usage_of_call
+from memory.models import Chat, MemoryRow
+from memory.nodes import NodeRecord, NodeWrite, insert_nodes
+from memory.planner import NodeCache, PlannedTask, needs_pass, plan_chat
+from memory.pricing import PriceTable
+from memory.summarizer import CallUsage, Summarizer, SummarizerError
+from memory.tree import Node, address
+
+log = structlog.get_logger(__name__)
+
+# Advisory-lock namespace ("EVAC"), so our locks never collide with another app's.
+LOCK_NAMESPACE = 0x45564143
+
+
+@dataclass(slots=True)
+class PassReport:
+    skipped: bool = False  # another worker holds this chat
+    calls: int = 0
+    failed_calls: int = 0
+    model_nodes: int = 0
+    free_nodes: int = 0
+    discarded: int = 0  # results thrown away because an erasure moved the row
+    swaps: int = 0
+    forced_swaps: int = 0
+    usage: CallUsage = field(default_factory=CallUsage)
+
+
+class Compactor:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        config: MemoryConfig,
+        summarizer: Summarizer,
+        clock: Clock,
+        *,
+        prices: PriceTable | None = None,
+    ) -> None:
+        self.sessions, self.cfg, self.summarizer, self.clock = sessions, config, summarizer, clock
+        self.prices = prices or PriceTable()
+        self._jobs = asyncio.Semaphore(config.jobs)
+        self._caches: dict[int, NodeCache] = {}
+        self._retry_at: dict[tuple[int, Node], datetime] = {}
+        self._reported: set[tuple[int, Node]] = set()
+        self._waiting: set[int] = set()  # chats with nodes waiting out RETRY
+
+    @asynccontextmanager
+    async def _chat_lock(self, chat_id: int) -> AsyncIterator[bool]:
+        """Session-level advisory lock on a connection of its own, held for the pass."""
+        engine = self.sessions.kw["bind"]
+        async with engine.connect() as conn:
+            params = {"ns": LOCK_NAMESPACE, "chat": chat_id}
+            got = bool(await conn.scalar(text("SELECT pg_try_advisory_lock(:ns, :chat)"), params))
+            await conn.commit()  # the lock is session-level: it outlives this transaction
+            try:
+                yield got
+            finally:
+                if got:
+                    await conn.execute(text("SELECT pg_advisory_unlock(:ns, :chat)"), params)
+                    await conn.commit()
+
+    def _blocked(self, chat_id: int, now: datetime) -> set[Node]:
+        return {node for (chat, node), at in self._retry_at.items() if chat == chat_id and at > now}
+
+    async def _plan(
+        self, chat_id: int, busy: set[Node], force_swap: bool
+    ) -> tuple[list[PlannedTask], bool, int, PassReport]:
+        report = PassReport()
+        async with self.sessions() as session, session.begin():
+            tz = await session.scalar(select(Chat.timezone).where(Chat.id == chat_id)) or "UTC"
+            cache = self._caches.setdefault(chat_id, NodeCache(chat_id, tz))
+            now = self.clock.now()
+            plan = await plan_chat(
+                session,
+                self.cfg,
+                cache,
+                now,
+                busy=busy,
+                blocked=self._blocked(chat_id, now),
+                force_swap=force_swap,
+            )
+        report.free_nodes, report.swaps, report.forced_swaps = (
+            plan.free_built,
+            int(plan.swapped),
+            int(plan.forced),
+        )
+        return plan.tasks, plan.waiting, plan.version, report
+
+    async def run(self, chat_id: int, *, until_idle: bool = False, force_swap: bool = False) -> PassReport:
+        """Build what is ready for this chat; with ``until_idle``, keep going (waiting out
+        retries) until nothing is left. Returns what was done."""
+        total = PassReport()
+        if not force_swap and chat_id not in self._waiting:
+            async with self.sessions() as session:
+                if not await needs_pass(session, self.cfg, chat_id, self.clock.now()):
+                    return total
+        async with self._chat_lock(chat_id) as got:
+            if not got:
+                total.skipped = True
+                return total
+            while True:
+                tasks, waiting, version, report = await self._plan(chat_id, set(), force_swap)
+                total.free_nodes += report.free_nodes
+                total.swaps += report.swaps
+                total.forced_swaps += report.forced_swaps
+                if tasks:
+                    await self._run_tasks(chat_id, tasks, version, total)
+                    continue
+                if waiting and until_idle:
+                    await self._wait_for_retry(chat_id)
+                    continue
+                if waiting:
+                    self._waiting.add(chat_id)
+                else:
+                    self._waiting.discard(chat_id)
+                return total
+
+    async def _wait_for_retry(self, chat_id: int) -> None:
+        pending = [at for (chat, _), at in self._retry_at.items() if chat == chat_id]
+        delay = (min(pending) - self.clock.now()).total_seconds() if pending else self.cfg.retry_seconds
+        await self.clock.sleep(max(delay, 0.01))
+
+    async def _run_tasks(
+        self, chat_id: int, tasks: Sequence[PlannedTask], version: int, report: PassReport
+    ) -> None:
+        size = max(1, self.cfg.tasks_per_call)
+        groups = [list(tasks[k : k + size]) for k in range(0, len(tasks), size)]
+        await asyncio.gather(*(self._call(chat_id, group, version, report) for group in groups))
+
+    async def _call(self, chat_id: int, group: list[PlannedTask], version: int, report: PassReport) -> None:
+        async with self._jobs:
+            try:
+                batch = await self.summarizer.summarize(group[0].context, [t.task for t in group])
+            except SummarizerError as exc:
+                report.failed_calls += 1
+                self._failed(chat_id, [t.node for t in group], str(exc))
+                return
+        report.calls += 1
+        report.usage.add(batch.usage)
+        done = [
+            (t, line, tries) for t, line, tries in zip(group, batch.lines, batch.tries, strict=True) if line
+        ]
+        self._failed(
+            chat_id, [t.node for t, line in zip(group, batch.lines, strict=True) if not line], "empty line"
+        )
+        share = max(1, len(done))
+        writes = [
+            NodeWrite(
+                t.node,
+                line,
+                t.first_at,
+                t.last_at,
+                by_model=True,
+                model=batch.usage.model or None,
+                tries=tries,
+                input_tokens=batch.usage.input_tokens // share,
+                output_tokens=batch.usage.output_tokens // share,
+                cache_write_tokens=batch.usage.cache_write_tokens // share,
+                cache_read_tokens=batch.usage.cache_read_tokens // share,
+            )
+            for t, line, tries in done
+        ]
+        async with self.sessions() as session, session.begin():
+            current = await session.scalar(
+                select(MemoryRow.version).where(MemoryRow.chat_id == chat_id).with_for_update(read=True)
+            )
+            guild_id = await session.scalar(select(Chat.guild_id).where(Chat.id == chat_id))
+            await record_usage(
+                session,
+                chat_id=chat_id,
+                guild_id=guild_id,
+                kind="compact",
+                model=batch.usage.model or "unknown",
+                usage=usage_of_call(batch.usage),
+                prices=self.prices,
+            )
+            if current != version:
+                report.discarded += len(writes)
+                return
+            report.model_nodes += await insert_nodes(session, chat_id, writes)
+        cache = self._caches.get(chat_id)
+        for w in writes:
+            self._retry_at.pop((chat_id, w.node), None)
+            self._reported.discard((chat_id, w.node))
+            if cache is not None and cache.version == version:
+                cache.add(NodeRecord(w.node, w.text, w.first_at, w.last_at, True))
+
+    def _failed(self, chat_id: int, nodes: Sequence[Node], reason: str) -> None:
+        retry_at = self.clock.now() + timedelta(seconds=self.cfg.retry_seconds)
+        for node in nodes:
+            key = (chat_id, node)
+            self._retry_at[key] = retry_at
+            if key not in self._reported:
+                self._reported.add(key)
+                log.warning(
+                    "compactor.node_failed",
+                    chat_id=chat_id,
+                    node=address(node),
+                    reason=reason,
+                    retry_in=self.cfg.retry_seconds,
+                )
+
+    async def chats_with_work(self) -> list[int]:
+        """Chats whose row has staged or repair work (indexed by primary key, a few rows)."""
+        async with self.sessions() as session:
+            rows = await session.scalars(
+                select(MemoryRow.chat_id).where(MemoryRow.staged.is_not(None) | MemoryRow.needs_repair)
+            )
+            return list(rows.all())

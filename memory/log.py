@@ -1,0 +1,239 @@
+"""The log: chats and their messages, word for word, with dense per-chat indexes.
+
+Message ``i`` of a chat is assigned atomically: the chat row is updated (and so locked)
+in the same statement that inserts the message, so concurrent appends serialize per chat
+and never leave a gap. A duplicate snowflake hits the unique key and the whole statement
+rolls back, increment included (idempotent ingest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memory.errors import ChatNotFound
+from memory.importers import message_text
+from memory.models import Chat, MemoryRow, Message
+from memory.render import tail_line
+from memory.tree import utf8_len
+
+
+@dataclass(frozen=True, slots=True)
+class ChatKey:
+    """Where a memory lives. ``discord_id`` None means an imported log named ``name``."""
+
+    kind: str  # text, thread, dm, imported
+    name: str
+    discord_id: int | None = None
+    guild_id: int | None = None
+    parent_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    author_name: str
+    created_at: datetime
+    content: str
+    author_id: int | None = None
+    snowflake: int | None = None
+    is_bot: bool = False
+    attachments: tuple[str, ...] = field(default_factory=tuple)  # "file:a.png", "sticker:x", "embed:T"
+    reply_to: int | None = None  # log index of the replied message, if logged
+    edited_at: datetime | None = None
+
+
+async def ensure_chat(session: AsyncSession, key: ChatKey, timezone: str = "UTC") -> int:
+    """The chat's id, created (with its empty memory row) on first sight."""
+    if key.discord_id is not None:
+        stmt = (
+            insert(Chat)
+            .values(
+                discord_id=key.discord_id,
+                guild_id=key.guild_id,
+                parent_id=key.parent_id,
+                kind=key.kind,
+                name=key.name[:200],
+                timezone=timezone,
+            )
+            .on_conflict_do_update(index_elements=[Chat.discord_id], set_={"name": key.name[:200]})
+            .returning(Chat.id)
+        )
+        chat_id = int((await session.execute(stmt)).scalar_one())
+    else:
+        found = await session.scalar(select(Chat.id).where(Chat.discord_id.is_(None), Chat.name == key.name))
+        if found is None:
+            found = await session.scalar(
+                insert(Chat).values(kind=key.kind, name=key.name[:200], timezone=timezone).returning(Chat.id)
+            )
+        chat_id = int(found)  # type: ignore[arg-type]
+    await session.execute(insert(MemoryRow).values(chat_id=chat_id).on_conflict_do_nothing())
+    return chat_id
+
+
+async def find_chat(session: AsyncSession, ref: str) -> Chat:
+    """A chat by name, by Discord channel id, or by our own id (CLI ``--chat``)."""
+    query = select(Chat).where(Chat.name == ref)
+    if ref.isdigit():
+        query = select(Chat).where((Chat.discord_id == int(ref)) | (Chat.id == int(ref)) | (Chat.name == ref))
+    chats = list((await session.scalars(query)).all())
+    if not chats:
+        raise ChatNotFound(f"no chat named {ref!r} (see `eva stats` for the list of chats)")
+    if len(chats) > 1:
+        raise ChatNotFound(f"{len(chats)} chats match {ref!r}; use the Discord channel id instead")
+    return chats[0]
+
+
+async def get_chat(session: AsyncSession, chat_id: int) -> Chat:
+    chat = await session.get(Chat, chat_id)
+    if chat is None:
+        raise ChatNotFound(f"no chat with id {chat_id}")
+    return chat
+
+
+def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
+    body = message_text(msg.content, msg.attachments, msg.reply_to)
+    return {
+        "chat_id": chat_id,
+        "idx": index,
+        "snowflake": msg.snowflake,
+        "author_id": msg.author_id,
+        "author_name": msg.author_name[:200],
+        "is_bot": msg.is_bot,
+        "created_at": msg.created_at,
+        "edited_at": msg.edited_at,
+        "text": body,
+        "attachments": list(msg.attachments) or None,
+        "reply_to": msg.reply_to,
+        "line_bytes": tail_line_bytes(index, msg.author_name[:200], body),
+    }
+
+
+def tail_line_bytes(index: int, author: str | None, body: str | None) -> int:
+    """Bytes of the message's raw-tail line (its newline included). The time stamp has a
+    fixed width, so the size does not depend on the chat's time zone."""
+    return utf8_len(tail_line(index, _EPOCH, author, body, "UTC")) + 1
+
+
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+# One round trip: the UPDATE takes the next index and row-locks the chat until commit, so
+# concurrent appends to one chat serialize and indexes stay dense.
+_APPEND = text("""
+    WITH slot AS (
+        UPDATE chats SET next_index = next_index + 1,
+                         last_message_at = GREATEST(last_message_at, :created_at)
+        WHERE id = :chat_id
+        RETURNING next_index - 1 AS idx
+    )
+    INSERT INTO messages (chat_id, idx, snowflake, author_id, author_name, is_bot, created_at,
+                          edited_at, text, attachments, reply_to, line_bytes)
+    SELECT :chat_id, slot.idx, :snowflake, :author_id, :author_name, :is_bot, :created_at,
+           :edited_at, :text, :attachments, :reply_to,
+           :line_bytes - 1 + octet_length(slot.idx::text)
+    FROM slot
+    RETURNING idx
+""").bindparams(bindparam("attachments", type_=JSONB))
+
+
+async def append(session: AsyncSession, chat_id: int, msg: NewMessage) -> int | None:
+    """Log one message; its index, or None if this snowflake is already logged.
+
+    Two appends of the same snowflake racing in two transactions: the loser gets the
+    unique-key IntegrityError at this statement and must roll back (ingest treats it as
+    a duplicate).
+    """
+    if msg.snowflake is not None:
+        dup = await session.scalar(
+            select(Message.idx).where(Message.chat_id == chat_id, Message.snowflake == msg.snowflake)
+        )
+        if dup is not None:
+            return None
+    values = _row_values(chat_id, 0, msg)
+    values["line_bytes"] = tail_line_bytes(0, msg.author_name[:200], str(values["text"]))
+    index = await session.scalar(_APPEND, values)
+    if index is None:
+        raise ChatNotFound(f"no chat with id {chat_id}")
+    return int(index)
+
+
+async def append_many(session: AsyncSession, chat_id: int, msgs: Sequence[NewMessage]) -> list[int | None]:
+    """Log a batch in order (imports, backfill): one lock, one multi-row insert."""
+    if not msgs:
+        return []
+    snowflakes = [m.snowflake for m in msgs if m.snowflake is not None]
+    known: set[int] = set()
+    if snowflakes:
+        known = set(
+            (
+                await session.scalars(
+                    select(Message.snowflake).where(
+                        Message.chat_id == chat_id, Message.snowflake.in_(snowflakes)
+                    )
+                )
+            ).all()
+        )  # type: ignore[arg-type]
+    fresh, seen = [], set(known)
+    for m in msgs:
+        if m.snowflake is not None and m.snowflake in seen:
+            continue
+        if m.snowflake is not None:
+            seen.add(m.snowflake)
+        fresh.append(m)
+    if not fresh:
+        return [None] * len(msgs)
+    row = (
+        await session.execute(
+            select(Chat.next_index, Chat.timezone).where(Chat.id == chat_id).with_for_update()
+        )
+    ).one_or_none()
+    if row is None:
+        raise ChatNotFound(f"no chat with id {chat_id}")
+    first, tz = int(row[0]), str(row[1])
+    values = [_row_values(chat_id, first + k, m) for k, m in enumerate(fresh)]
+    await session.execute(insert(Message), values)
+    await session.execute(
+        update(Chat)
+        .where(Chat.id == chat_id)
+        .values(
+            next_index=first + len(fresh),
+            last_message_at=func.greatest(Chat.last_message_at, max(m.created_at for m in fresh)),
+        )
+    )
+    assigned = iter(range(first, first + len(fresh)))
+    fresh_ids = {id(m) for m in fresh}
+    return [next(assigned) if id(m) in fresh_ids else None for m in msgs]
+
+
+async def index_of_snowflake(session: AsyncSession, chat_id: int, snowflake: int) -> int | None:
+    return await session.scalar(
+        select(Message.idx).where(Message.chat_id == chat_id, Message.snowflake == snowflake)
+    )
+
+
+async def last_snowflake(session: AsyncSession, chat_id: int) -> int | None:
+    """Where backfill resumes: the newest logged Discord message of the chat."""
+    return await session.scalar(select(func.max(Message.snowflake)).where(Message.chat_id == chat_id))
+
+
+async def read_range(session: AsyncSession, chat_id: int, first: int, stop: int) -> list[Message]:
+    rows = await session.scalars(
+        select(Message)
+        .where(Message.chat_id == chat_id, Message.idx >= first, Message.idx < stop)
+        .order_by(Message.idx)
+    )
+    return list(rows.all())
+
+
+async def range_bytes(session: AsyncSession, chat_id: int, first: int) -> int:
+    """Bytes of the raw-tail lines of messages ``[first, T)``, without reading their text."""
+    total = await session.scalar(
+        select(func.coalesce(func.sum(Message.line_bytes), 0)).where(
+            Message.chat_id == chat_id, Message.idx >= first
+        )
+    )
+    return int(total or 0)

@@ -1,0 +1,78 @@
+"""How the model and people see the memory: row lines and raw-tail lines (pure).
+
+Row line:  ``{id}+{n} {date}|{text}`` with ``date`` = ``YYYY-MM-DD`` or ``first..last``
+           when the line spans several days, in the chat's time zone; newlines as `` / ``.
+Tail line: ``#{i} {YYYY-MM-DD HH:MM} {author}: {text}``, the words as written.
+
+Chat text never breaks our frames: ``<memory>``, ``</memory>`` and the like inside a
+message are bent (``‹/memory>``) so a message cannot close the block and pose as the
+system (prompt injection hardening).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from zoneinfo import ZoneInfo
+
+from memory.prompts import flatten, neutralize_frames
+from memory.tree import Node, address, utf8_len
+
+PLACEHOLDER = "(not summarized yet: zoom it)"
+ERASED = "(erased)"
+
+
+@lru_cache(maxsize=64)
+def zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
+
+
+@dataclass(frozen=True, slots=True)
+class LineInfo:
+    """A built node as the renderer needs it."""
+
+    node: Node
+    text: str
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+def date_span(first: datetime | None, last: datetime | None, tz: str) -> str:
+    if first is None or last is None:
+        return "?"
+    a = first.astimezone(zone(tz)).date()
+    b = last.astimezone(zone(tz)).date()
+    return a.isoformat() if a == b else f"{a.isoformat()}..{b.isoformat()}"
+
+
+def row_line(info: LineInfo, tz: str) -> str:
+    text = neutralize_frames(flatten(info.text)) if info.text else ""
+    return f"{address(info.node)} {date_span(info.first_at, info.last_at, tz)}|{text}"
+
+
+def row_line_bytes(info: LineInfo, tz: str) -> int:
+    """Bytes the line costs in the row budget, its newline included."""
+    return utf8_len(row_line(info, tz)) + 1
+
+
+def placeholder_line(node: Node, when: datetime | None, tz: str) -> str:
+    """Shown only while an edited message waits for its new line; never sent to the compactor."""
+    return f"{address(node)} {date_span(when, when, tz)}|{PLACEHOLDER}"
+
+
+def tail_line(index: int, created_at: datetime, author: str | None, text: str | None, tz: str) -> str:
+    stamp = created_at.astimezone(zone(tz)).strftime("%Y-%m-%d %H:%M")
+    if author is None:
+        return f"#{index} {stamp} {ERASED}"
+    return f"#{index} {stamp} {neutralize_frames(author)}: {neutralize_frames(text or '')}"
+
+
+def memory_block(lines: Sequence[str]) -> str:
+    return "<memory>\n" + "".join(line + "\n" for line in lines) + "</memory>"
+
+
+def bare_text(text: str) -> str:
+    """A row line's text as the compactor's context shows it: no head, one physical line."""
+    return flatten(text)
