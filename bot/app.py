@@ -1,10 +1,155 @@
-"""Composition root of the bot process (issue 4)."""
+"""Composition root of the bot process (issue 4): everything is built once, here, and passed
+down; nothing else reads settings from the environment or builds a client.
+
+Built in this order and released in the reverse one: database (by the caller, `open_database`),
+Claude client, summarizer + compactor, memory engine, scheduler, bot (gateway).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator
+from typing import Any
+
+import discord
+import discord.gateway
+import discord.http
+import structlog
+import yarl
+
 from bot.database_runtime import Database
-from bot.settings import Settings
+from bot.errors import CliError
+from bot.scheduler import CompactionScheduler
+from bot.services import Services
+from bot.settings import DISCORD_API_BASE, DISCORD_GATEWAY_URL, Settings
+from memory.anthropic_summarizer import AnthropicSummarizer
+from memory.claude import make_client
+from memory.clock import Clock, WallClock
+from memory.compactor import Compactor
+from memory.engine import MemoryEngine
+
+log = structlog.get_logger(__name__)
+
+# Against a local fake (or a gateway proxy) every guild arrives at once after READY; Discord
+# itself can take a moment per guild, hence discord.py's 2 s there. A guild later than this
+# is backfilled by on_guild_available.
+REPOINTED_GUILD_READY_TIMEOUT = 0.2
+RUNNER_EXIT_SECONDS = 10.0  # bot.start() returns quickly once close() has run
+
+
+def point_discord(settings: Settings) -> bool:
+    """Repoint discord.py's REST base and gateway (DISCORD_API_BASE, DISCORD_GATEWAY_URL)
+    when they differ from Discord's own; True when anything was repointed."""
+    repointed = False
+    if settings.discord_api_base.rstrip("/") != DISCORD_API_BASE:
+        discord.http.Route.BASE = settings.discord_api_base.rstrip("/")
+        repointed = True
+    if settings.discord_gateway_url != DISCORD_GATEWAY_URL:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.discord_gateway_url)
+        repointed = True
+    return repointed
+
+
+def build_services(settings: Settings, db: Database, *, clock: Clock | None = None) -> Services:
+    """Claude client, compactor, engine and scheduler on an open database (bot, worker, tests)."""
+    api_key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else ""
+    # Replies use the SDK's own retries; the summarizer derives a copy without them.
+    claude = make_client(
+        api_key, settings.anthropic_base_url, settings.anthropic_timeout, settings.anthropic_max_retries
+    )
+    clock = clock or WallClock()
+    config, prices = settings.memory_config(), settings.price_table()
+    summarizer = AnthropicSummarizer(
+        claude, model=settings.compact_model, node_bytes=settings.node_bytes, tries=settings.tries
+    )
+    compactor = Compactor(db.sessions, config, summarizer, clock, prices=prices)
+    engine = MemoryEngine(db.sessions, config, compactor=compactor, clock=clock)
+    return Services(
+        settings=settings,
+        sessions=db.sessions,
+        engine=engine,
+        claude=claude,
+        prices=prices,
+        clock=clock,
+        scheduler=CompactionScheduler(compactor, db.sessions),
+    )
+
+
+@contextlib.asynccontextmanager
+async def stop_signals() -> AsyncIterator[asyncio.Event]:
+    """An event set by SIGTERM or SIGINT for the duration; the previous handlers (the CLI's,
+    which exits through `finally` blocks) come back afterwards."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    previous: dict[signal.Signals, Any] = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous[signum] = signal.getsignal(signum)
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, handler)
 
 
 async def run_bot(settings: Settings, db: Database) -> None:
-    raise NotImplementedError("the Discord bot lands with issue 4")
+    """Run the bot until SIGTERM/SIGINT or a fatal gateway error, then close everything."""
+    from bot.client import DEFAULT_GUILD_READY_TIMEOUT, EvaBot
+
+    repointed = point_discord(settings)
+    services = build_services(settings, db)
+    bot = EvaBot(
+        services,
+        guild_ready_timeout=REPOINTED_GUILD_READY_TIMEOUT if repointed else DEFAULT_GUILD_READY_TIMEOUT,
+    )
+    token = settings.discord_token.get_secret_value() if settings.discord_token else ""
+    async with stop_signals() as stop:
+        assert services.scheduler is not None
+        services.scheduler.start()
+        runner = asyncio.create_task(bot.start(token), name="discord")
+        stopper = asyncio.create_task(stop.wait(), name="stop-signal")
+        try:
+            await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if runner.done():
+                _raise_start_error(runner)
+            else:
+                log.info("bot.stopping")
+        finally:
+            stopper.cancel()
+            await bot.close()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(runner, RUNNER_EXIT_SECONDS)
+    log.info("bot.stopped")
+
+
+def _raise_start_error(runner: asyncio.Task[None]) -> None:
+    exc = runner.exception()
+    if isinstance(exc, discord.LoginFailure):
+        raise CliError("Discord rejected DISCORD_TOKEN (reset the token in the Developer Portal)") from None
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        raise CliError(
+            "Discord refused the Message Content intent: enable it under Bot > Privileged Gateway "
+            "Intents in the Developer Portal"
+        ) from None
+    if exc is not None:
+        raise exc
+
+
+async def run_worker(settings: Settings, db: Database) -> None:
+    """`eva worker`: the compaction scheduler alone, until SIGTERM/SIGINT."""
+    services = build_services(settings, db)
+    scheduler = services.scheduler
+    assert scheduler is not None
+    async with stop_signals() as stop:
+        scheduler.start()
+        log.info("worker.started", interval=scheduler.interval)
+        try:
+            await stop.wait()
+        finally:
+            await scheduler.stop()
+            with contextlib.suppress(Exception):
+                await services.claude.close()
+    log.info("worker.stopped")

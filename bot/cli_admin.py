@@ -20,7 +20,8 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
     subs.add_parser("run", help="migrate the database, then run the bot")
     subs.add_parser("migrate", help="apply database migrations")
     subs.add_parser("doctor", help="check settings, database and migrations")
-    handlers.update(run=cmd_run, migrate=cmd_migrate, doctor=cmd_doctor)
+    subs.add_parser("worker", help="run only the background compactor (no Discord connection)")
+    handlers.update(run=cmd_run, migrate=cmd_migrate, doctor=cmd_doctor, worker=cmd_worker)
 
 
 async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
@@ -39,6 +40,21 @@ async def cmd_run(_args: argparse.Namespace, settings: Settings) -> int:
         from bot.app import run_bot
 
         await run_bot(settings, db)
+    return 0
+
+
+async def cmd_worker(_args: argparse.Namespace, settings: Settings) -> int:
+    """The compactor without the gateway, for a separate process or machine (same database).
+    It does not migrate: `eva run` or `eva migrate` owns the schema."""
+    if "ANTHROPIC_API_KEY" in settings.missing_for_run():
+        raise CliError("missing required settings: ANTHROPIC_API_KEY (see .env.example)")
+    async with open_database(settings) as db:
+        problems = await _migration_problems(db.engine)
+        if problems:
+            raise CliError(problems[0])
+        from bot.app import run_worker
+
+        await run_worker(settings, db)
     return 0
 
 

@@ -1,9 +1,249 @@
-"""Memory subcommands (import, compact, view, zoom, recall, stats, forget): see issue 8."""
+"""Memory subcommands: import, compact, view, zoom, recall, stats, forget.
+
+Each reads or changes one chat through the same MemoryEngine the bot uses. Bad input is
+one line on stderr and exit code 2, with nothing changed (an import is one transaction).
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
+
+from bot.database_runtime import Database, open_database
+from bot.errors import CliError
+from bot.settings import Settings
+from memory import migrate
+from memory.clock import WallClock
+from memory.compactor import Compactor
+from memory.engine import MemoryEngine
+from memory.importers import ImportedMessage, ImportFormatError, count_messages, read_any
+from memory.ledger import usage_summary
+from memory.log import ChatKey, NewMessage, append_many, ensure_chat
+from memory.models import Chat
+from memory.summarizer import Summarizer
+
+IMPORT_BATCH = 1000  # messages per multi-row insert; ~0.2 MB of text
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:
-    return None
+    p = subs.add_parser(
+        "import", help="import a chat log (JSONL or DiscordChatExporter JSON) into an empty chat"
+    )
+    p.add_argument("file", type=Path)
+    p.add_argument("--chat", required=True, help="name of the chat to create")
+    p = subs.add_parser("compact", help="build the memory lines now and swap them in")
+    p.add_argument("--chat", required=True)
+    p.add_argument("--until-idle", action="store_true", help="keep going until nothing is left to build")
+    p.add_argument("--fake-model", action="store_true", help="use the deterministic fake summarizer (no API)")
+    p = subs.add_parser("view", help="print the memory block and raw tail exactly as the model sees them")
+    p.add_argument("--chat", required=True)
+    p = subs.add_parser("zoom", help="open a memory line (ID+N) into its two halves, or a message (ID+1)")
+    p.add_argument("--chat", required=True)
+    p.add_argument("address")
+    p.add_argument("--page", type=int, default=1)
+    p = subs.add_parser("recall", help="search a chat's messages")
+    p.add_argument("--chat", required=True)
+    p.add_argument("words", nargs="+")
+    p.add_argument("--author")
+    p.add_argument("--limit", type=int, default=5)
+    p = subs.add_parser("stats", help="messages, memory and model usage of one chat, or the list of chats")
+    p.add_argument("--chat")
+    p = subs.add_parser("forget", help="erase everything one person wrote in a guild ('dm' for their DMs)")
+    p.add_argument("--guild", required=True)
+    p.add_argument("--user", required=True, type=int)
+    handlers.update(
+        {
+            "import": cmd_import,
+            "compact": cmd_compact,
+            "view": cmd_view,
+            "zoom": cmd_zoom,
+            "recall": cmd_recall,
+            "stats": cmd_stats,
+            "forget": cmd_forget,
+        }
+    )
+
+
+def _summarizer(settings: Settings, fake: bool) -> Summarizer:
+    if fake:
+        from memory.fake_summarizer import FakeSummarizer
+
+        return FakeSummarizer(node_bytes=settings.node_bytes, tries=settings.tries)
+    if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
+        raise CliError("ANTHROPIC_API_KEY is not set (or pass --fake-model to use the offline fake)")
+    from memory.anthropic_summarizer import AnthropicSummarizer
+    from memory.claude import make_client
+
+    client = make_client(
+        settings.anthropic_api_key.get_secret_value(),
+        settings.anthropic_base_url,
+        settings.anthropic_timeout,
+        0,
+    )
+    return AnthropicSummarizer(
+        client, model=settings.compact_model, node_bytes=settings.node_bytes, tries=settings.tries
+    )
+
+
+@asynccontextmanager
+async def _engine(
+    settings: Settings, summarizer: Summarizer | None = None
+) -> AsyncIterator[tuple[Database, MemoryEngine]]:
+    async with open_database(settings) as db:
+        if await migrate.current_revision(db.engine) != migrate.head_revision():
+            await migrate.upgrade(db.engine)
+        config, clock = settings.memory_config(), WallClock()
+        compactor = (
+            Compactor(db.sessions, config, summarizer, clock, prices=settings.price_table())
+            if summarizer is not None
+            else None
+        )
+        yield db, MemoryEngine(db.sessions, config, compactor=compactor, clock=clock)
+
+
+def _to_new(record: ImportedMessage, reply_index: int | None) -> NewMessage:
+    return NewMessage(
+        author_name=record.author_name,
+        created_at=record.created_at,
+        content=record.content,
+        author_id=record.author_id,
+        snowflake=record.snowflake,
+        is_bot=record.is_bot,
+        attachments=record.attachments,
+        reply_to=reply_index,
+        edited_at=record.edited_at,
+    )
+
+
+async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    path: Path = args.file
+    if not path.is_file():
+        raise CliError(f"no such file: {path}")
+    try:
+        expected = count_messages(path)
+        records = read_any(path)
+    except (ImportFormatError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    async with _engine(settings) as (db, _engine_unused), db.sessions() as session, session.begin():
+        chat_id = await ensure_chat(session, ChatKey(kind="imported", name=args.chat), settings.timezone)
+        existing = await session.scalar(
+            Chat.__table__.select().with_only_columns(Chat.next_index).where(Chat.id == chat_id)
+        )
+        if existing:
+            raise CliError(
+                f"chat {args.chat!r} already has {existing} messages; import only into an empty chat"
+            )
+        index_of: dict[str, int] = {}
+        batch: list[tuple[ImportedMessage, NewMessage]] = []
+        done = 0
+        try:
+            for record in records:
+                reply = index_of.get(record.reply_to_source) if record.reply_to_source else None
+                batch.append((record, _to_new(record, reply)))
+                # The index of a message is known once its batch is written; replies inside
+                # one batch are resolved by position.
+                if record.source_id is not None:
+                    index_of[record.source_id] = done + len(batch) - 1
+                if len(batch) >= IMPORT_BATCH:
+                    done += await _write(session, chat_id, batch)
+                    batch = []
+                    _progress(done, expected)
+            done += await _write(session, chat_id, batch)
+        except ImportFormatError as exc:
+            raise CliError(f"{exc} (nothing was imported)") from None
+        _progress(done, expected, final=True)
+    print(f"imported {done} messages into chat {args.chat!r}")
+    return 0
+
+
+async def _write(session: Any, chat_id: int, batch: list[tuple[ImportedMessage, NewMessage]]) -> int:
+    if not batch:
+        return 0
+    assigned = await append_many(session, chat_id, [new for _, new in batch])
+    return sum(1 for index in assigned if index is not None)
+
+
+def _progress(done: int, total: int, final: bool = False) -> None:
+    if not sys.stderr.isatty() and not final:
+        return
+    width = 30
+    filled = width * done // max(total, 1)
+    end = "\n" if final else ""
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
+async def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
+    summarizer = _summarizer(settings, args.fake_model)
+    async with _engine(settings, summarizer) as (_db, engine):
+        chat = await engine.find_chat(args.chat)
+        report = await engine.compact(chat.id, until_idle=args.until_idle, force_swap=True)
+    print(
+        f"model calls {report.calls} (failed {report.failed_calls}), lines written by the model "
+        f"{report.model_nodes}, free lines {report.free_nodes}, swaps {report.swaps}"
+    )
+    return 0
+
+
+async def cmd_view(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as (_db, engine):
+        chat = await engine.find_chat(args.chat)
+        view = await engine.prompt_view(chat.id)
+    sys.stdout.write(view.render())
+    return 0
+
+
+async def cmd_zoom(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as (_db, engine):
+        chat = await engine.find_chat(args.chat)
+        print(await engine.zoom_address(chat.id, args.address, page=args.page))
+    return 0
+
+
+async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as (_db, engine):
+        chat = await engine.find_chat(args.chat)
+        print(await engine.recall(chat.id, " ".join(args.words), author=args.author, limit=args.limit))
+    return 0
+
+
+async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as (db, engine):
+        if args.chat is None:
+            for chat in await engine.list_chats():
+                count = await engine.message_count(chat.id)
+                print(f"{chat.name}\t{chat.kind}\t{count} messages")
+            return 0
+        chat = await engine.find_chat(args.chat)
+        view = await engine.prompt_view(chat.id)
+        async with db.sessions() as session:
+            usage = await usage_summary(session, chat_id=chat.id)
+    row_bytes = sum(len(line.encode()) + 1 for line in view.row_lines)
+    tail_bytes = sum(len(line.encode()) + 1 for line in view.tail_lines)
+    print(
+        f"chat {chat.name}: {view.total} messages; memory row {len(view.row_lines)} lines, "
+        f"{row_bytes / 1000:.1f} KB, covering #0..#{view.boundary - 1}; raw tail "
+        f"{len(view.tail_lines)} messages, {tail_bytes / 1000:.1f} KB"
+    )
+    for kind, totals in sorted(usage.by_kind.items()):
+        print(
+            f"{kind}: {totals.calls} calls, input {totals.input_tokens}, cache write "
+            f"{totals.cache_write_5m_tokens + totals.cache_write_1h_tokens}, cache read "
+            f"{totals.cache_read_tokens}, output {totals.output_tokens} tokens, ${totals.cost_usd:.4f}"
+        )
+    if not usage.by_kind:
+        print("no model calls yet")
+    return 0
+
+
+async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    guild = None if args.guild.lower() in ("dm", "0") else args.guild
+    if guild is not None and not guild.isdigit():
+        raise CliError("--guild takes a Discord guild id, or 'dm' for direct messages")
+    async with _engine(settings) as (_db, engine):
+        report = await engine.erase_author(int(guild) if guild else None, args.user)
+    print(f"erased {report.messages} messages in {report.chats} chats; {report.nodes} lines will be rebuilt")
+    return 0

@@ -201,7 +201,8 @@ class Compactor:
             if current != version:
                 report.discarded += len(writes)
                 return
-            report.model_nodes += await insert_nodes(session, chat_id, writes)
+            inserted = await insert_nodes(session, chat_id, writes)
+        report.model_nodes += inserted  # after the await: concurrent calls share the report
         cache = self._caches.get(chat_id)
         for w in writes:
             self._retry_at.pop((chat_id, w.node), None)

@@ -83,7 +83,7 @@ class EmbeddedPostgres:
 
             self._server = get_server(self.pgdata, cleanup_mode="delete" if self._delete else "stop")
         self._ensure_database(database)
-        log.info("embedded_postgres.started", pid=self._server.get_pid())
+        log.debug("embedded_postgres.started", pid=self._server.get_pid())
         return asyncpg_url(self._server.get_uri(), database)
 
     def _ensure_database(self, database: str) -> None:
@@ -99,4 +99,4 @@ class EmbeddedPostgres:
             return
         server, self._server = self._server, None
         server.cleanup()
-        log.info("embedded_postgres.stopped")
+        log.debug("embedded_postgres.stopped")

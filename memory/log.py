@@ -168,15 +168,10 @@ async def append_many(session: AsyncSession, chat_id: int, msgs: Sequence[NewMes
     snowflakes = [m.snowflake for m in msgs if m.snowflake is not None]
     known: set[int] = set()
     if snowflakes:
-        known = set(
-            (
-                await session.scalars(
-                    select(Message.snowflake).where(
-                        Message.chat_id == chat_id, Message.snowflake.in_(snowflakes)
-                    )
-                )
-            ).all()
-        )  # type: ignore[arg-type]
+        rows = await session.scalars(
+            select(Message.snowflake).where(Message.chat_id == chat_id, Message.snowflake.in_(snowflakes))
+        )
+        known = {s for s in rows.all() if s is not None}
     fresh, seen = [], set(known)
     for m in msgs:
         if m.snowflake is not None and m.snowflake in seen:
@@ -188,12 +183,12 @@ async def append_many(session: AsyncSession, chat_id: int, msgs: Sequence[NewMes
         return [None] * len(msgs)
     row = (
         await session.execute(
-            select(Chat.next_index, Chat.timezone).where(Chat.id == chat_id).with_for_update()
+            select(Chat.next_index).where(Chat.id == chat_id).with_for_update()
         )
     ).one_or_none()
     if row is None:
         raise ChatNotFound(f"no chat with id {chat_id}")
-    first, tz = int(row[0]), str(row[1])
+    first = int(row[0])
     values = [_row_values(chat_id, first + k, m) for k, m in enumerate(fresh)]
     await session.execute(insert(Message), values)
     await session.execute(

@@ -170,8 +170,8 @@ class ChatPlanner:
         first, last = nodes[0][1], nodes[-1][1]
         messages: dict[int, Message] = {}
         for chunk_start in range(first, last + 1, 2000):
-            for m in await read_range(self.s, self.chat_id, chunk_start, min(last + 1, chunk_start + 2000)):
-                messages[m.idx] = m
+            for msg in await read_range(self.s, self.chat_id, chunk_start, min(last + 1, chunk_start + 2000)):
+                messages[msg.idx] = msg
         position = {part: k for k, part in enumerate(row)}
         for node in nodes:
             m = messages.get(node[1])
@@ -216,30 +216,54 @@ class ChatPlanner:
         return False
 
     # --- the staged row
+    def _size_or_free(self, node: Node, plan: Plan) -> int | None:
+        """Line bytes of ``node`` for the batch plan; a parent known to be unbuilt whose
+        children fit together is built free on the spot, so a batch never stops for it."""
+        size = self.cache.line_bytes(node)
+        if size is not None or node[0] == 0 or node not in self.cache.unbuilt:
+            return size
+        left, right = (self.cache.get(child) for child in children(node))
+        if left is None or right is None:
+            return None
+        line = free_merge(left.text, right.text, self.cfg.node_bytes)
+        if line is None:
+            return None
+        self.writes.append(NodeWrite(node, line, left.first_at, right.last_at, by_model=False))
+        self.cache.add(NodeRecord(node, line, left.first_at, right.last_at, False))
+        plan.free_built += 1
+        return self.cache.line_bytes(node)
+
     async def batch(self, row: list[Node], boundary: int, target: int, plan: Plan) -> tuple[list[Node], bool]:
-        """Run the batch as far as built parents allow; returns the row and whether it ended."""
+        """Run the batch as far as built parents allow; returns the row and whether it ended.
+
+        Parents the cache has not seen are looked up and the plan is run again; the order of
+        merges depends only on the row, so a re-run resumes exactly where it stopped.
+        """
+        await self.cache.load(
+            self.s, [parent(row[k]) for k in range(len(row) - 1) if row[k][0] == row[k + 1][0]]
+        )
         while True:
-            pairs = [parent(row[k]) for k in range(len(row) - 1) if row[k][0] == row[k + 1][0]]
-            await self.cache.load(self.s, pairs)
             result = plan_batch(
                 row,
                 boundary,
-                self.cache.line_bytes,
+                lambda node: self._size_or_free(node, plan),
                 target,
                 estimate=self.cfg.node_bytes + 40,
                 max_needed=self.window,
             )
             row = result.parts
             if result.done or not result.needed:
+                await self._flush()
                 return row, True
+            unseen = [n for n in result.needed if n not in self.cache.unbuilt and n not in self.cache.records]
+            if unseen:
+                await self.cache.load(self.s, unseen + [k for n in unseen for k in children(n)])
+                continue
             position = {part: k for k, part in enumerate(row)}
-            free = False
             for needed in result.needed:
-                left_child = children(needed)[0]
-                free |= self.merge(row, needed, position.get(left_child, len(row)), plan)
-            if not free:
-                return row, False
+                self.merge(row, needed, position.get(children(needed)[0], len(row)), plan)
             await self._flush()
+            return row, False
 
     async def repair(self, row: list[Node], plan: Plan) -> bool:
         """Rebuild, bottom up, what an erasure or edit deleted under the row's parts; True when whole."""

@@ -48,7 +48,8 @@ def date_span(first: datetime | None, last: datetime | None, tz: str) -> str:
 
 
 def row_line(info: LineInfo, tz: str) -> str:
-    text = neutralize_frames(flatten(info.text)) if info.text else ""
+    # An empty line is an erased stretch: say so rather than show a blank.
+    text = neutralize_frames(flatten(info.text)) if info.text else ERASED
     return f"{address(info.node)} {date_span(info.first_at, info.last_at, tz)}|{text}"
 
 

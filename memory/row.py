@@ -18,6 +18,7 @@ The older rule measured from the pair's *first* message and matched push at only
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -161,6 +162,69 @@ class BatchPlan:
         return len(self.merged)
 
 
+class _LinkedRow:
+    """The row as a linked list plus a heap of its sibling pairs: the most due pair in
+    O(log n) instead of a scan. A 3,500-line imported row merged down to 48 KB takes
+    ~3,000 merges; scanning for each was 10^7 steps (seconds), the heap is ~10^4.
+
+    Merging a pair never breaks another candidate pair: a left half has an even index and
+    a right half an odd one, so each node belongs to at most one sibling pair. A merge only
+    adds the new parent's pairs with its neighbours.
+    """
+
+    def __init__(self, parts: Sequence[Node], total: int) -> None:
+        self.total = total
+        self.nodes = list(parts)
+        count = len(self.nodes)
+        self.next = list(range(1, count + 1))
+        self.prev = list(range(-1, count - 1))
+        self.alive = [True] * count
+        self.heap: list[tuple[Fraction, int, int, Node]] = []
+        for k in range(count - 1):
+            self._push(k)
+
+    def _push(self, k: int) -> None:
+        j = self.next[k] if k >= 0 else -1
+        if k < 0 or j >= len(self.nodes) or not _is_pair(self.nodes[k], self.nodes[j]):
+            return
+        node = self.nodes[k]
+        # Max-heap on due (negated), ties to the oldest (smallest first message).
+        heapq.heappush(self.heap, (-due(node, self.total), start(node), k, node))
+
+    def most_due(self) -> int | None:
+        """Slot of the left half of the most due pair, or None when no pair is left."""
+        while self.heap:
+            _, _, k, node = self.heap[0]
+            j = self.next[k]
+            if (
+                self.alive[k]
+                and self.nodes[k] == node
+                and j < len(self.nodes)
+                and _is_pair(node, self.nodes[j])
+            ):
+                return k
+            heapq.heappop(self.heap)
+        return None
+
+    def pair(self, k: int) -> tuple[Node, Node]:
+        return self.nodes[k], self.nodes[self.next[k]]
+
+    def merge(self, k: int) -> Node:
+        heapq.heappop(self.heap)  # the entry most_due() just returned
+        j = self.next[k]
+        self.nodes[k] = parent(self.nodes[k])
+        self.alive[j] = False
+        self.next[k] = self.next[j]
+        if self.next[j] < len(self.nodes):
+            self.prev[self.next[j]] = k
+        self._push(self.prev[k])
+        self._push(k)
+        return self.nodes[k]
+
+    def parts(self) -> list[Node]:
+        return [node for node, alive in zip(self.nodes, self.alive, strict=True) if alive]
+
+
 def plan_batch(
     parts: Sequence[Node],
     total: int,
@@ -182,33 +246,34 @@ def plan_batch(
     """
     if max_needed < 1:
         raise ValueError("max_needed must be at least 1")
-    row = list(parts)
-    size = row_bytes(row, line_bytes)
+    row = _LinkedRow(parts, total)
+    size = row_bytes(parts, line_bytes)
     merged: list[Node] = []
     while size > target:
-        k = most_due_pair(row, total)
+        k = row.most_due()
         if k is None:
             break
-        built = line_bytes(parent(row[k]))
+        left, right = row.pair(k)
+        built = line_bytes(parent(left))
         if built is None:
-            needed = _needed_parents(row, total, line_bytes, size, target, estimate, max_needed)
-            return BatchPlan(row, merged, size, done=False, needed=needed)
-        size += built - _built_size(row[k], line_bytes) - _built_size(row[k + 1], line_bytes)
-        row = merge_at(row, k)
-        merged.append(row[k])
-    return BatchPlan(row, merged, size, done=size <= target)
+            stopped = row.parts()
+            needed = _needed_parents(row, line_bytes, size, target, estimate, max_needed)
+            return BatchPlan(stopped, merged, size, done=False, needed=needed)
+        size += built - _built_size(left, line_bytes) - _built_size(right, line_bytes)
+        merged.append(row.merge(k))
+    return BatchPlan(row.parts(), merged, size, done=size <= target)
 
 
 def _needed_parents(
-    row: list[Node],
-    total: int,
+    row: _LinkedRow,
     line_bytes: LineBytes,
     size: int,
     target: int,
     estimate: int,
     max_needed: int,
 ) -> list[Node]:
-    """Continue the batch on a copy, pretending unbuilt parents exist at ``estimate`` bytes.
+    """Continue the batch (on ``row``, which the caller no longer needs), pretending
+    unbuilt parents exist at ``estimate`` bytes.
 
     Called when the most due pair's parent is unbuilt, so the first entry is that parent.
     Listing the next ones too lets the compactor build up to ``JOBS`` (8) at once instead
@@ -217,20 +282,20 @@ def _needed_parents(
     """
     needed: list[Node] = []
     pending: dict[Node, int] = {}  # listed parents, with their assumed size
-    row = list(row)
 
     def current_size(node: Node) -> int:
         return pending[node] if node in pending else _built_size(node, line_bytes)
 
     while size > target and len(needed) < max_needed:
-        k = most_due_pair(row, total)
+        k = row.most_due()
         if k is None:
             break
-        merged = parent(row[k])
+        left, right = row.pair(k)
+        merged = parent(left)
         built = line_bytes(merged)
         if built is None:
             needed.append(merged)
             pending[merged] = built = estimate
-        size += built - current_size(row[k]) - current_size(row[k + 1])
-        row = merge_at(row, k)
+        size += built - current_size(left) - current_size(right)
+        row.merge(k)
     return needed

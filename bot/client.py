@@ -1,0 +1,88 @@
+"""The Discord client: a commands.Bot holding the services the composition root built.
+
+Nothing here reaches for globals: cogs read ``bot.services``. The same class works as an
+``AutoShardedBot`` (nothing depends on a single shard).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import discord
+import structlog
+from discord.ext import commands
+
+from bot.services import Services
+from bot.tree import EvaCommandTree
+
+log = structlog.get_logger(__name__)
+
+# Loaded in this order by setup_hook; unloaded in reverse by close(). Ingest comes first so
+# that every message is queued for the log before any other cog sees it.
+EXTENSIONS = ("bot.cogs.ingest", "bot.cogs.reply", "bot.cogs.people", "bot.cogs.admin")
+
+DEFAULT_GUILD_READY_TIMEOUT = 2.0  # discord.py's default wait for the guilds after READY
+
+
+def eva_intents() -> discord.Intents:
+    """Guilds (channels, threads), guild and DM messages, and Message Content (privileged:
+    enable it in the Developer Portal). Not Members: names arrive with each message."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    intents.message_content = True
+    return intents
+
+
+# Users only: a model reply that says "@everyone" or names a role never pings anyone.
+ALLOWED_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=True)
+
+
+class EvaBot(commands.Bot):
+    def __init__(
+        self,
+        services: Services,
+        *,
+        extensions: Sequence[str] = EXTENSIONS,
+        guild_ready_timeout: float = DEFAULT_GUILD_READY_TIMEOUT,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("command_prefix", commands.when_mentioned)
+        kwargs.setdefault("intents", eva_intents())
+        kwargs.setdefault("allowed_mentions", ALLOWED_MENTIONS)
+        kwargs.setdefault("tree_cls", EvaCommandTree)
+        kwargs.setdefault("help_command", None)
+        # Without the Members intent there is nothing to chunk; asking would delay READY.
+        kwargs.setdefault("chunk_guilds_at_startup", False)
+        super().__init__(guild_ready_timeout=guild_ready_timeout, **kwargs)
+        self.services = services
+        self.extension_names = tuple(extensions)
+        self._released = False
+
+    async def setup_hook(self) -> None:
+        for name in self.extension_names:
+            await self.load_extension(name)
+
+    async def close(self) -> None:
+        """Gateway first (no new events), then the extensions in reverse order (ingest writes
+        what it holds), then the scheduler (a compaction in flight finishes or is cancelled),
+        then the Claude client. The database belongs to whoever opened it."""
+        if self._released:
+            await super().close()
+            return
+        self._released = True
+        try:
+            await super().close()
+        finally:
+            for name in reversed([n for n in self.extension_names if n in self.extensions]):
+                try:
+                    await self.unload_extension(name)
+                except Exception as exc:  # keep releasing the rest
+                    log.warning("bot.unload_failed", extension=name, error=type(exc).__name__)
+            if self.services.scheduler is not None:
+                await self.services.scheduler.stop()
+            with contextlib.suppress(Exception):
+                await self.services.claude.close()

@@ -1,0 +1,1 @@
+"""Discord extensions (cogs), loaded by the bot in `EvaBot.setup_hook`."""

@@ -1,0 +1,69 @@
+"""Forget-me, one implementation for `/forget-me` and the reply model's `forget_me` tool.
+
+Only ever for the person who asked, and only after they pressed the confirmation button
+(the callers own that step). In a server it erases everything that person wrote in the
+server's channels and threads; in DMs (guild None) their direct-message memory. With
+``opt_out`` their later messages are not logged at all until `/remember-me`.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from bot.services import Services
+
+log = structlog.get_logger(__name__)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+async def refresh_opt_outs(services: Services, guild_id: int | None) -> None:
+    """Tell ingest (when running in this process) that the opt-out list changed."""
+    ingest = services.extras.get("ingest")
+    refresh = getattr(ingest, "refresh_opt_outs", None)
+    if refresh is not None:
+        await refresh(guild_id)
+
+
+async def forget_person(services: Services, guild_id: int | None, user_id: int, opt_out: bool) -> str:
+    """Erase ``user_id``'s messages (and opt them out if asked); returns the report to show them."""
+    if opt_out:
+        # Opt out first: a message that arrives while the erasure runs is then either
+        # erased with the rest or never logged.
+        await services.engine.opt_out(guild_id, user_id)
+        await refresh_opt_outs(services, guild_id)
+    report = await services.engine.erase_author(guild_id, user_id)
+    log.info(
+        "forget.done",
+        guild_id=guild_id,
+        user_id=user_id,
+        messages=report.messages,
+        lines=report.nodes,
+        chats=report.chats,
+        opt_out=opt_out,
+    )
+    if report.messages == 0:
+        text = "I had no messages of yours to erase."
+    elif guild_id is None:
+        text = f"Erased {plural(report.messages, 'message')}: our direct-message memory is gone."
+    else:
+        lines = plural(report.nodes, "line")
+        verb = "is" if report.nodes == 1 else "are"
+        text = f"Erased {plural(report.messages, 'message')}; {lines} {verb} being rebuilt without them."
+    if opt_out:
+        where = "in our direct messages" if guild_id is None else "in this server"
+        text += f" I will not remember your messages {where} from now on; /remember-me undoes this."
+    return text
+
+
+async def remember_person(services: Services, guild_id: int | None, user_id: int) -> str:
+    """Lift an opt-out; returns the sentence to show."""
+    lifted = await services.engine.opt_in(guild_id, user_id)
+    await refresh_opt_outs(services, guild_id)
+    log.info("forget.opt_in", guild_id=guild_id, user_id=user_id, lifted=lifted)
+    where = "in our direct messages" if guild_id is None else "in this server"
+    if not lifted:
+        return f"You were not opted out {where}; I remember your messages as usual."
+    return f"Done: I will remember your messages {where} again from now on."

@@ -1,0 +1,432 @@
+"""Ingest: every message people can see in a chat becomes one log entry, in order, once.
+
+How (issue 4, DESIGN.md sections 4 and 10):
+
+- The gateway handler only queues: each channel has an ordered queue of operations (append,
+  edit, erase, backfill) drained by a short-lived task that ends when the queue is empty, so
+  ingest never blocks the gateway and no task waits forever on an empty queue.
+- While the database is down, the head operation is retried every RETRY_SECONDS (1 s, fixed:
+  a restart takes seconds, and a person may be waiting for a reply) and new messages wait in
+  memory, at most MAX_BUFFERED (10,000, about 10 MB of typical messages) across all chats.
+  A message that does not fit is dropped with a warning (ids only) and the channel gets a
+  backfill operation, which fetches it from Discord's history once the database is back.
+- After a start, a reconnect or a resume, nothing is written until each logged channel has a
+  backfill queued at the head of its queue: its history from the last logged snowflake comes
+  first, then the live messages that arrived meanwhile (duplicates are skipped by snowflake).
+
+Only what people can see is logged: messages of people and the bot's own replies; other
+bots' messages only when IGNORE_BOTS is off; no system messages (joins, pins). Opted-out
+people and paused chats are not logged; that is checked when a message is written, so an
+opt-out applies to messages still waiting in the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import aiohttp
+import discord
+import structlog
+from discord import DiscordServerError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+from bot.chats import LOGGED_TYPES, channel_for_chat, chat_for_channel, is_dm, replied_snowflake, visible
+from bot.chats import message_to_new as message_to_new
+
+if TYPE_CHECKING:
+    from bot.services import Services
+    from memory.erase import ErasureReport
+
+log = structlog.get_logger(__name__)
+
+MAX_BUFFERED = 10_000
+RETRY_SECONDS = 1.0
+MAX_DRAINS = 8  # channels written at once: the database pool has 10 connections (+10 overflow)
+UNKNOWN_CHANNEL = 10003  # Discord's error code: the channel was deleted
+
+T = TypeVar("T")
+
+
+def transient(exc: BaseException) -> bool:
+    """A failure that goes away by itself: the database or Discord is down or restarting
+    (connection refused, a connection dropped mid-statement, pool exhausted, 5xx)."""
+    if isinstance(exc, DBAPIError):
+        return bool(exc.connection_invalidated) or isinstance(exc, OperationalError | InterfaceError)
+    return isinstance(exc, OSError | TimeoutError | PoolTimeout | aiohttp.ClientError | DiscordServerError)
+
+
+# --- the queue -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Append:
+    message: discord.Message
+
+
+@dataclass(slots=True)
+class Edit:
+    message_id: int
+    content: str
+    attachments: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Erase:
+    message_ids: frozenset[int]
+
+
+@dataclass(slots=True)
+class Backfill:
+    chat_id: int | None = None  # None: resolve (and create) the chat from the channel
+    after: int | None = None  # start here when the chat has nothing logged yet
+
+
+Op = Append | Edit | Erase | Backfill
+
+
+@dataclass(eq=False)
+class ChannelQueue:
+    channel_id: int
+    guild_id: int | None
+    parent_id: int | None
+    channel: Any  # the latest Messageable seen for this channel (history, chat key)
+    ops: deque[Op] = field(default_factory=deque)
+    task: asyncio.Task[None] | None = None
+    recovery_pending: bool = False  # a Backfill for dropped messages is queued
+    last_accepted: int | None = None  # snowflake of the newest message queued
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _parent_id(channel: Any) -> int | None:
+    return channel.parent_id if isinstance(channel, discord.Thread) else None
+
+
+class Ingest:
+    def __init__(
+        self,
+        bot: discord.Client,
+        services: Services,
+        *,
+        max_buffered: int = MAX_BUFFERED,
+        retry_seconds: float = RETRY_SECONDS,
+        retry_wait: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
+        self.bot, self.services = bot, services
+        self.engine, self.settings = services.engine, services.settings
+        self.max_buffered, self.retry_seconds = max_buffered, retry_seconds
+        # Tests map this to their simulator's declared external wait.
+        self.retry_wait = retry_wait or asyncio.sleep
+        self.queues: dict[int, ChannelQueue] = {}
+        self.buffered = 0  # Append operations waiting or in flight
+        self.dropped = 0
+        self.is_open = False  # closed until the first backfill is queued (on_ready)
+        self._held_guilds: set[int] = set()
+        self._opt_outs: dict[int, set[int]] = {}
+        self._channel_of_chat: dict[int, int] = {}
+        self._drains = asyncio.Semaphore(MAX_DRAINS)
+        self._database_down = False
+        self._closed = False
+
+    # --- what gets queued (called from gateway handlers; never awaits)
+    def loggable(self, message: discord.Message) -> bool:
+        if message.type not in LOGGED_TYPES or message.flags.ephemeral:
+            return False
+        me = self.bot.user
+        if me is not None and message.author.id == me.id:
+            return True
+        if message.author.bot and self.settings.ignore_bots:
+            return False
+        return not (is_dm(message.channel) and not self.settings.reply_in_dms)
+
+    def queue_message(self, message: discord.Message) -> bool:
+        """Queue a live message; False when it is not logged here or had to be dropped."""
+        if self._closed or not self.loggable(message):
+            return False
+        q = self._queue(message.channel, message.guild.id if message.guild else None)
+        if self.buffered >= self.max_buffered:
+            self.dropped += 1
+            log.warning("ingest.buffer_full", channel_id=q.channel_id, message_id=message.id)
+            if not q.recovery_pending:
+                after = q.last_accepted if q.last_accepted is not None else message.id - 1
+                q.recovery_pending = True
+                self._push(q, Backfill(after=after))
+            return False
+        self.buffered += 1
+        q.last_accepted = message.id
+        self._push(q, Append(message))
+        return True
+
+    def queue_edit(self, channel: Any, guild_id: int | None, message: discord.Message) -> None:
+        content, tags = visible(message)
+        self._push(self._queue(channel, guild_id), Edit(message.id, content, tags))
+
+    def queue_erase(self, channel: Any, guild_id: int | None, message_ids: set[int]) -> None:
+        if message_ids:
+            self._push(self._queue(channel, guild_id), Erase(frozenset(message_ids)))
+
+    def _queue(self, channel: Any, guild_id: int | None) -> ChannelQueue:
+        q = self.queues.get(channel.id)
+        if q is None:
+            q = self.queues[channel.id] = ChannelQueue(channel.id, guild_id, _parent_id(channel), channel)
+            q.idle.set()
+        elif not isinstance(channel, discord.PartialMessageable) or isinstance(q.channel, type(channel)):
+            q.channel = channel
+        return q
+
+    def _push(self, q: ChannelQueue, op: Op, *, first: bool = False) -> None:
+        if first:
+            q.ops.appendleft(op)
+        else:
+            q.ops.append(op)
+        q.idle.clear()
+        self._kick(q)
+
+    # --- draining
+    def _may_run(self, q: ChannelQueue) -> bool:
+        return self.is_open and not self._closed and q.guild_id not in self._held_guilds
+
+    def _kick(self, q: ChannelQueue) -> None:
+        if q.task is None and q.ops and self._may_run(q):
+            q.task = asyncio.create_task(self._drain(q), name=f"ingest-{q.channel_id}")
+
+    def _kick_all(self) -> None:
+        for q in list(self.queues.values()):
+            self._kick(q)
+
+    async def _drain(self, q: ChannelQueue) -> None:
+        try:
+            async with self._drains:
+                while q.ops and self._may_run(q):
+                    op = q.ops.popleft()
+                    if isinstance(op, Backfill) and op.chat_id is None:
+                        q.recovery_pending = False
+                    try:
+                        await self._apply(q, op)
+                    except Exception as exc:
+                        if not transient(exc):
+                            self._failed(q, op, exc)
+                        else:
+                            q.ops.appendleft(op)  # keep the order: this one first when it is back
+                            self._outage(exc)
+                            await self.retry_wait(self.retry_seconds)
+                            continue
+                    if isinstance(op, Append):
+                        self.buffered -= 1
+                    self._recovered()
+        finally:
+            q.task = None
+            if not q.ops:
+                q.idle.set()
+
+    def _failed(self, q: ChannelQueue, op: Op, exc: Exception) -> None:
+        # The exception's text can quote SQL parameters (message text): log its type only.
+        message_id = op.message.id if isinstance(op, Append) else getattr(op, "message_id", None)
+        log.error(
+            "ingest.write_failed",
+            channel_id=q.channel_id,
+            message_id=message_id,
+            op=type(op).__name__,
+            error=type(exc).__name__,
+        )
+
+    def _outage(self, exc: Exception) -> None:
+        if not self._database_down:
+            self._database_down = True
+            log.warning("ingest.database_unavailable", error=type(exc).__name__, buffered=self.buffered)
+
+    def _recovered(self) -> None:
+        if self._database_down:
+            self._database_down = False
+            log.info("ingest.database_back", buffered=self.buffered, dropped=self.dropped)
+
+    async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` until the database answers (for work outside the queues)."""
+        while True:
+            try:
+                result = await call()
+            except Exception as exc:
+                if not transient(exc):
+                    raise
+                self._outage(exc)
+                await self.retry_wait(self.retry_seconds)
+                continue
+            self._recovered()
+            return result
+
+    # --- writing
+    async def _apply(self, q: ChannelQueue, op: Op) -> None:
+        if isinstance(op, Append):
+            chat_id = await self._chat(q, op.message.channel)
+            if chat_id is not None:
+                await self.store(chat_id, op.message)
+            return
+        info = await self.engine.chat_by_discord_id(q.channel_id)
+        if isinstance(op, Edit):
+            if info is not None:
+                await self.engine.edit(info.id, op.message_id, op.content, op.attachments)
+        elif isinstance(op, Erase):
+            if info is not None:
+                report = await self.engine.erase_messages(info.id, op.message_ids)
+                if report.messages:
+                    log.info("ingest.erased", chat_id=info.id, messages=report.messages, lines=report.nodes)
+        else:
+            await self._backfill(q, op)
+
+    async def _chat(self, q: ChannelQueue, channel: Any) -> int | None:
+        chat_id = await chat_for_channel(self.bot, channel)
+        if chat_id is not None:
+            self._channel_of_chat[chat_id] = q.channel_id
+        return chat_id
+
+    async def store(self, chat_id: int, message: discord.Message) -> int | None:
+        """Log one message unless its author opted out; its index, or None (skipped or duplicate)."""
+        if await self._opted_out(message):
+            return None
+        reply_index = None
+        if (replied := replied_snowflake(message)) is not None:
+            reply_index = await self.engine.index_of_snowflake(chat_id, replied)
+        try:
+            index = await self.engine.append(chat_id, message_to_new(message, reply_index))
+        except IntegrityError:
+            return None  # the same snowflake, appended by a racing writer
+        if index is not None and self.services.scheduler is not None:
+            self.services.scheduler.mark_dirty(chat_id)
+        return index
+
+    async def _opted_out(self, message: discord.Message) -> bool:
+        me = self.bot.user
+        person: Any = message.author
+        if message.guild is None:
+            # A DM is about the person in it: the bot's replies go when they opted out.
+            if me is not None and person.id == me.id:
+                person = getattr(message.channel, "recipient", None)
+            return person is not None and person.id in await self._opt_out_set(0)
+        if me is not None and person.id == me.id:
+            return False
+        return person.id in await self._opt_out_set(message.guild.id)
+
+    async def _opt_out_set(self, scope: int) -> set[int]:
+        if scope not in self._opt_outs:
+            self._opt_outs[scope] = await self.engine.opted_out(scope or None)
+        return self._opt_outs[scope]
+
+    async def refresh_opt_outs(self, guild_id: int | None) -> None:
+        """The opt-out list of a guild (None: DMs) changed (/forget-me, /remember-me)."""
+        scope = guild_id or 0
+        self._opt_outs[scope] = await self.engine.opted_out(guild_id or None)
+
+    async def _backfill(self, q: ChannelQueue, op: Backfill) -> None:
+        """Log the channel's history after its last logged message, oldest first. Idempotent
+        (duplicates are skipped), so a retry after an outage starts over safely."""
+        chat_id = op.chat_id if op.chat_id is not None else await self._chat(q, q.channel)
+        if chat_id is None:
+            return
+        self._channel_of_chat[chat_id] = q.channel_id
+        starts = [s for s in (await self.engine.last_snowflake(chat_id), op.after) if s is not None]
+        if not starts:
+            return
+        written = 0
+        try:
+            history = q.channel.history(limit=None, after=discord.Object(min(starts)), oldest_first=True)
+            async for message in history:
+                if self.loggable(message) and await self.store(chat_id, message) is not None:
+                    written += 1
+        except discord.NotFound as exc:
+            if exc.code == UNKNOWN_CHANNEL:  # deleted while we were away
+                await self.engine.forget_discord_chat(q.channel_id)
+                log.info("ingest.channel_gone", channel_id=q.channel_id, chat_id=chat_id)
+            return
+        except discord.Forbidden:
+            log.warning("ingest.backfill_forbidden", channel_id=q.channel_id, chat_id=chat_id)
+            return
+        if written:
+            log.info("ingest.backfilled", channel_id=q.channel_id, chat_id=chat_id, messages=written)
+
+    # --- flush and lifecycle
+    async def flush(self, chat_id: int | None = None, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """Wait until everything queued for this chat (every chat: None, or a chat not seen by
+        ingest yet) is written; False when ``timeout`` seconds passed first (the reply cog
+        bounds its wait this way: while the database is down nothing gets written)."""
+        channel_id = self._channel_of_chat.get(chat_id) if chat_id is not None else None
+        if channel_id is not None:
+            queues = [self.queues[channel_id]] if channel_id in self.queues else []
+        else:
+            queues = list(self.queues.values())
+        waits = [q.idle.wait() for q in queues if not q.idle.is_set()]
+        if not waits:
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*waits)
+        except TimeoutError:
+            return False
+        return True
+
+    def hold(self, guild_id: int | None = None) -> None:
+        """Stop writing (one guild's channels, or all) until :meth:`resync` has queued backfills."""
+        if guild_id is None:
+            self.is_open = False
+        else:
+            self._held_guilds.add(guild_id)
+
+    async def resync(self, guild_id: int | None = None) -> int:
+        """Queue a backfill at the head of each logged channel's queue (of one guild, or all),
+        then write again. Returns the number of channels queued."""
+        try:
+            chats = await self.retrying(self.engine.logged_discord_chats)
+        except Exception as exc:  # a bug must not keep the gate shut: log live messages anyway
+            log.error("ingest.resync_failed", guild_id=guild_id, error=type(exc).__name__)
+            chats = []
+        queued = 0
+        for info in chats:
+            if guild_id is not None and info.guild_id != guild_id:
+                continue
+            if info.paused or (info.kind == "dm" and not self.settings.reply_in_dms):
+                continue
+            channel = channel_for_chat(self.bot, info)
+            if channel is None:
+                continue
+            self._channel_of_chat[info.id] = channel.id
+            self._push(self._queue(channel, info.guild_id), Backfill(chat_id=info.id), first=True)
+            queued += 1
+        if guild_id is None:
+            self.is_open = True
+        else:
+            self._held_guilds.discard(guild_id)
+        self._kick_all()
+        return queued
+
+    async def forget_channels(
+        self, match: Callable[[ChannelQueue], bool], forget: Callable[[], Awaitable[ErasureReport]]
+    ) -> None:
+        """A channel, thread or guild is gone: drop what waits for it, then erase its memory."""
+        for key, q in list(self.queues.items()):
+            if match(q):
+                self.buffered -= sum(isinstance(op, Append) for op in q.ops)
+                q.ops.clear()
+                if q.task is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(q.task)
+                q.idle.set()
+                self.queues.pop(key, None)
+        report = await self.retrying(forget)
+        log.info("ingest.forgot", chats=report.chats, messages=report.messages)
+
+    async def close(self, grace: float = 5.0) -> None:
+        """Finish what is being written (up to ``grace`` seconds), then stop; what is still queued
+        is fetched by the backfill of the next start."""
+        self._closed = True
+        tasks = [q.task for q in self.queues.values() if q.task is not None]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self.buffered:
+            log.info("ingest.closed_with_queue", buffered=self.buffered)

@@ -1,0 +1,231 @@
+"""The reply model's tools: their schemas (constant) and their execution through the engine.
+
+One implementation with the slash commands: zoom and recall are ``MemoryEngine.zoom`` and
+``MemoryEngine.recall`` (the commands call the same methods), and forget-me erases through
+``bot.forget.forget_person`` after the same :class:`~bot.ui.ConfirmView` the /forget-me command
+uses. Every result is capped at TOOL_RESULT_BYTES with a note saying how to see the rest; bad
+arguments come back as the engine's one-sentence BadRequest, flagged ``is_error``.
+
+The schemas hold no dates or names: they are the very start of every cached prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+import structlog
+
+from bot.services import Services
+from bot.ui import ConfirmView
+from memory.engine import MemoryEngine
+from memory.errors import BadRequest, UserFacingError
+from memory.reads import RECALL_MAX_LIMIT
+
+log = structlog.get_logger(__name__)
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "zoom",
+        "description": (
+            "Open the memory line id+n into the two lines of n/2 messages under it; n = 1 gives "
+            "message #id whole, with its author and time (a long message comes in pages: pass "
+            "page). Use the id and n of a line you see, e.g. a line headed 128+64 is zoom(128, 64)."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer", "minimum": 0, "description": "first message of the line"},
+                "n": {"type": "integer", "minimum": 1, "description": "messages the line covers"},
+                "page": {"type": "integer", "minimum": 1, "description": "page of a long message"},
+            },
+            "required": ["id", "n"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "recall",
+        "description": (
+            "Search every message of this chat, word for word, for words or a fragment of a word "
+            "or a name. Returns the best hits, each with the messages around it."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "words to look for"},
+                "author": {"type": "string", "description": "only messages by this person (name)"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": RECALL_MAX_LIMIT},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "forget_me",
+        "description": (
+            "Erase everything the person you are answering wrote in this server (in a DM: your "
+            "DMs with them). It only ever applies to that person, and only after they press a "
+            "confirmation button only they can press; this call shows them the button. Use it only "
+            "when they ask to be forgotten themselves. Takes no arguments."
+        ),
+        "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
+    },
+]
+
+TOOL_NAMES = frozenset(tool["name"] for tool in TOOLS)
+FORGET_ASKED = (
+    "Asked for confirmation: {name} now sees a button only they can press. Nothing is erased "
+    "unless they press it. Tell them to press Confirm."
+)
+FORGET_ALREADY_ASKED = "The confirmation button is already shown to {name} this turn."
+FORGET_NO_ARGUMENTS = (
+    "forget_me takes no arguments: it only ever erases the person you are answering ({name}), "
+    "after they confirm. Nobody else can be forgotten this way; they can ask you themselves or "
+    "use /forget-me."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    text: str
+    is_error: bool = False
+
+    def block(self, tool_use_id: str) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": self.text}
+        if self.is_error:
+            block["is_error"] = True
+        return block
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What the tools of one turn may touch: this chat, and forget-me for this asker only."""
+
+    engine: MemoryEngine
+    chat_id: int
+    asker_id: int
+    asker_name: str
+    result_bytes: int
+    # Shows the asker the confirmation button (see :func:`post_forget_confirmation`).
+    ask_forget: Callable[[], Awaitable[None]]
+    forget_asked: bool = False
+
+
+def cap_result(text: str, limit_bytes: int) -> str:
+    """``text`` within ``limit_bytes`` of UTF-8, cut at a line end when one is near, with a note."""
+    data = text.encode("utf-8")
+    if len(data) <= limit_bytes:
+        return text
+    room = max(0, limit_bytes - 200)  # the note below is < 200 bytes
+    head = data[:room].decode("utf-8", errors="ignore")
+    line_end = head.rfind("\n")
+    if line_end > room // 2:
+        head = head[:line_end]
+    left = len(data) - len(head.encode("utf-8"))
+    return (
+        f"{head}\n[cut: {left} more bytes not shown. Zoom into a smaller part, ask for the next "
+        "page, or search with more precise words or a lower limit.]"
+    )
+
+
+def _integer(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise BadRequest(f"{name} must be a whole number")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise BadRequest(f"{name} must be a whole number")
+
+
+async def _zoom(ctx: ToolContext, args: Mapping[str, Any]) -> str:
+    if "id" not in args or "n" not in args:
+        raise BadRequest("zoom needs id and n, as in the line head id+n")
+    page = _integer(args.get("page", 1), "page")
+    return await ctx.engine.zoom(ctx.chat_id, _integer(args["id"], "id"), _integer(args["n"], "n"), page)
+
+
+async def _recall(ctx: ToolContext, args: Mapping[str, Any]) -> str:
+    query = args.get("query")
+    if not isinstance(query, str):
+        raise BadRequest("recall needs a query: the words to look for")
+    author = args.get("author")
+    if author is not None and not isinstance(author, str):
+        raise BadRequest("author must be a name")
+    limit = _integer(args.get("limit", 5), "limit")
+    return await ctx.engine.recall(
+        ctx.chat_id, query, author=author or None, limit=limit, max_chars=ctx.result_bytes
+    )
+
+
+async def _forget_me(ctx: ToolContext, args: Mapping[str, Any]) -> ToolResult:
+    if args:  # an argument can only be an attempt to name someone else
+        return ToolResult(FORGET_NO_ARGUMENTS.format(name=ctx.asker_name), is_error=True)
+    if ctx.forget_asked:
+        return ToolResult(FORGET_ALREADY_ASKED.format(name=ctx.asker_name))
+    await ctx.ask_forget()
+    ctx.forget_asked = True
+    return ToolResult(FORGET_ASKED.format(name=ctx.asker_name))
+
+
+async def run_tool(ctx: ToolContext, name: str, args: Any) -> ToolResult:
+    """Run one tool call; never raises for a bad call (the model gets the sentence instead)."""
+    if not isinstance(args, Mapping):
+        return ToolResult("tool input must be an object", is_error=True)
+    try:
+        if name == "zoom":
+            text = await _zoom(ctx, args)
+        elif name == "recall":
+            text = await _recall(ctx, args)
+        elif name == "forget_me":
+            return await _forget_me(ctx, args)
+        else:
+            return ToolResult(f"there is no tool named {name!r}", is_error=True)
+    except UserFacingError as exc:
+        return ToolResult(str(exc), is_error=True)
+    return ToolResult(cap_result(text, ctx.result_bytes))
+
+
+# --- forget-me: the button ------------------------------------------------------------------
+
+
+def forget_prompt(asker_id: int, in_dm: bool) -> str:
+    where = "in our DMs" if in_dm else "in this server"
+    return f"<@{asker_id}> press Confirm to erase everything you wrote {where}. Only you can press it."
+
+
+async def forget_after_confirmation(services: Services, guild_id: int | None, user_id: int) -> str:
+    """The erasure itself, run only from the owner's press (one implementation: bot/forget.py)."""
+    from bot.forget import forget_person  # COMMANDS' module; imported late to keep cogs apart
+
+    return await forget_person(services, guild_id, user_id, opt_out=False)
+
+
+async def post_forget_confirmation(
+    services: Services,
+    channel: discord.abc.Messageable,
+    *,
+    guild_id: int | None,
+    asker_id: int,
+    expires_after: float = 120,
+) -> ConfirmView:
+    """Post the asker's confirmation button in the channel (a tool call is no interaction, so
+    the message cannot be ephemeral: the button itself refuses everyone but the asker)."""
+
+    async def confirmed(_: discord.Interaction) -> str:
+        log.info("forget_me.confirmed", guild_id=guild_id, user_id=asker_id)
+        return await forget_after_confirmation(services, guild_id, asker_id)
+
+    view = ConfirmView(asker_id, confirm_label="Confirm", on_confirm=confirmed, timeout=expires_after)
+    view.message = await channel.send(
+        forget_prompt(asker_id, in_dm=guild_id is None),
+        view=view,
+        allowed_mentions=discord.AllowedMentions(
+            everyone=False, roles=False, users=[discord.Object(asker_id)], replied_user=False
+        ),
+    )
+    return view

@@ -1,0 +1,279 @@
+"""One reply turn: the request in the cache-friendly layout, and the tool loop.
+
+Layout (DESIGN.md section 9), most stable first, at most 4 cache marks:
+
+    tools                       constant                                   -
+    system                      persona + memory instructions, constant   mark 1
+    user: <memory> row          fixed 4-line blocks                        mark 2 on the last whole block
+    user: <tail> raw tail       blocks cut at message indexes k*8          mark 3 on the last whole block
+    user: <turn> note           time, who asked, which message             -
+    the tool loop's steps       assistant tool calls, tool results         mark 4 on the last block
+
+Why these marks: the prompt cache stores a prefix at each mark, and a later request reads the
+longest stored prefix it still starts with (looking back up to 20 blocks from each of its own
+marks). The system mark lets every chat share tools + system. The row changes only at a swap,
+so its last whole 4-line block is stable between swaps. A tail block whose messages end on a
+multiple of 8 never changes once the chat has passed it (new messages only append blocks), so
+the next turn reads everything up to that block; marking the partial newest block would store a
+prefix no later turn can ever read. The end mark lets step k+1 of the tool loop read all of
+step k. The row and tail texts come from memory/render.py, where chat text is already
+neutralized: a message cannot close ``</memory>`` or ``</tail>`` and pose as instructions.
+
+Request building is pure (``build_request``); :func:`run_turn` does the I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+from anthropic import AsyncAnthropic
+from anthropic.types import Message
+
+from bot.limits import STEP_LIMIT_NOTE
+from bot.tools import ToolResult
+from memory.claude import ClaudeError, create_message, message_text, usage_from_response
+from memory.pricing import Usage
+from memory.prompts import flatten, neutralize_frames
+from memory.render import zone
+from memory.view import PromptView
+
+log = structlog.get_logger(__name__)
+
+MAX_CACHE_MARKS = 4  # the API refuses a fifth with a 400
+MEMORY_BLOCK_LINES = 4
+TAIL_BLOCK_MESSAGES = 8
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+LAST_STEP_NOTE = "(That was your last tool call for this turn: answer now with what you have.)"
+
+_TAIL_INDEX = re.compile(r"#(\d+) ")
+
+Block = dict[str, Any]
+ToolRunner = Callable[[str, Any], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """A message addressed to the bot. ``index`` is its log index; None when it is not in the
+    log (its author opted out, or logging is paused), and then ``text`` carries its words."""
+
+    author_name: str
+    author_id: int
+    index: int | None
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnNote:
+    now: datetime
+    timezone: str
+    triggers: tuple[Trigger, ...]  # oldest first; the reply answers the last one
+
+    @property
+    def asker(self) -> Trigger:
+        return self.triggers[-1]
+
+
+def _text(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def _marked(block: Block) -> Block:
+    return {**block, "cache_control": dict(EPHEMERAL)}
+
+
+def memory_blocks(row_lines: Sequence[str]) -> tuple[list[Block], int | None]:
+    """The row in blocks of 4 lines (the first opens ``<memory>``); the index of the last whole
+    block, or None when there is none. The closing tag travels with the tail."""
+    blocks: list[Block] = []
+    last_whole: int | None = None
+    for start in range(0, len(row_lines), MEMORY_BLOCK_LINES):
+        lines = row_lines[start : start + MEMORY_BLOCK_LINES]
+        head = "<memory>\n" if start == 0 else ""
+        blocks.append(_text(head + "".join(line + "\n" for line in lines)))
+        if len(lines) == MEMORY_BLOCK_LINES:
+            last_whole = len(blocks) - 1
+    return blocks, last_whole
+
+
+def _tail_index(line: str, fallback: int) -> int:
+    match = _TAIL_INDEX.match(line)
+    return int(match.group(1)) if match else fallback
+
+
+def tail_blocks(view: PromptView, memory_open: bool) -> tuple[list[Block], int | None]:
+    """The raw tail in blocks cut where a message index is a multiple of 8; the index of the
+    last block that ends on such a boundary (stable: later messages never change it)."""
+    head = ("</memory>\n" if memory_open else "<memory>\n</memory>\n") + "<tail>\n"
+    if view.dropped_note:
+        head += view.dropped_note + "\n"
+    groups: list[tuple[str, int]] = []  # (text, index after its last message)
+    current, end = head, view.boundary
+    for position, line in enumerate(view.tail_lines):
+        index = _tail_index(line, end + position)
+        current += line + "\n"
+        end = index + 1
+        if end % TAIL_BLOCK_MESSAGES == 0:
+            groups.append((current, end))
+            current = ""
+    if current:
+        groups.append((current, -1))  # partial newest block (or the bare head): never marked
+    blocks = [_text(text) for text, _ in groups]
+    stable = [i for i, (_, group_end) in enumerate(groups) if group_end > 0]
+    return blocks, (stable[-1] if stable else None)
+
+
+def note_text(note: TurnNote) -> str:
+    """The per-turn block: closes the tail, then the time, who asked and which message."""
+    local = note.now.astimezone(zone(note.timezone))
+    lines = [f"Now: {local:%Y-%m-%d %H:%M} ({note.timezone}, {local:%A})."]
+    for trigger in note.triggers[:-1]:
+        lines.append(f"Also addressed to you since your last reply: {_describe(trigger)}.")
+    lines.append(f"Answer {_describe(note.asker)}.")
+    for trigger in note.triggers:
+        if trigger.index is None and trigger.text is not None:
+            lines.append(
+                f"{_name(trigger)} is not remembered here (not in the log), so their message is "
+                f"only shown now: {neutralize_frames(flatten(trigger.text))}"
+            )
+    return "</tail>\n<turn>\n" + "\n".join(lines) + "\n</turn>"
+
+
+def _name(trigger: Trigger) -> str:
+    return neutralize_frames(flatten(trigger.author_name))
+
+
+def _describe(trigger: Trigger) -> str:
+    where = f"message #{trigger.index}" if trigger.index is not None else "a message not in the log"
+    return f"{_name(trigger)}'s {where}"
+
+
+def first_user_content(view: PromptView) -> tuple[list[Block], list[int]]:
+    """Memory and tail blocks (unmarked), and the positions of their marks."""
+    memory, memory_mark = memory_blocks(view.row_lines)
+    tail, tail_mark = tail_blocks(view, memory_open=bool(memory))
+    marks = [memory_mark] if memory_mark is not None else []
+    if tail_mark is not None:
+        marks.append(len(memory) + tail_mark)
+    return memory + tail, marks
+
+
+def build_request(
+    *,
+    model: str,
+    max_tokens: int,
+    system: str,
+    tools: Sequence[Block],
+    view: PromptView,
+    note: TurnNote,
+    steps: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """The Messages API body for one step of a turn (pure). ``steps`` are the tool loop's
+    messages so far (assistant, user, assistant, user...), without marks."""
+    content, marks = first_user_content(view)
+    content = [_marked(block) if i in marks else block for i, block in enumerate(content)]
+    content.append(_text(note_text(note)))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
+    messages += [{"role": step["role"], "content": list(step["content"])} for step in steps]
+    last = messages[-1]["content"]
+    last[-1] = _marked(last[-1])
+    request: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "system": [_marked(_text(system))],
+        "tools": [dict(tool) for tool in tools],
+        "messages": messages,
+    }
+    count = count_cache_marks(request)
+    if count > MAX_CACHE_MARKS:  # a layout bug: fail here, not with a 400 from the API
+        raise ValueError(f"request has {count} cache marks; the API allows {MAX_CACHE_MARKS}")
+    return request
+
+
+def count_cache_marks(request: dict[str, Any]) -> int:
+    blocks: list[Any] = list(request.get("tools") or [])
+    system = request.get("system")
+    if isinstance(system, list):
+        blocks += system
+    for message in request.get("messages") or []:
+        if isinstance(message.get("content"), list):
+            blocks += message["content"]
+    return sum(1 for block in blocks if isinstance(block, dict) and "cache_control" in block)
+
+
+def assistant_step(message: Message) -> dict[str, Any]:
+    """The model's output as the next request must carry it back: text and tool calls."""
+    content: list[Block] = []
+    for block in message.content:
+        if block.type == "text" and block.text:
+            content.append(_text(block.text))
+        elif block.type == "tool_use":
+            content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
+    return {"role": "assistant", "content": content}
+
+
+# --- the loop (I/O) -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TurnResult:
+    text: str = ""
+    usages: list[Usage] = field(default_factory=list)
+    tool_calls: list[str] = field(default_factory=list)
+    step_limited: bool = False
+    failure: str | None = None  # ClaudeError reason, when a call failed
+
+    @property
+    def calls(self) -> int:
+        return len(self.usages)
+
+
+async def run_turn(
+    client: AsyncAnthropic,
+    *,
+    model: str,
+    max_tokens: int,
+    system: str,
+    tools: Sequence[Block],
+    view: PromptView,
+    note: TurnNote,
+    max_steps: int,
+    run_tool: ToolRunner,
+) -> TurnResult:
+    """Call the model, run its tools, repeat, at most ``max_steps`` calls. Never raises for a
+    failed call: ``failure`` says why, and ``usages`` holds every call that was answered."""
+    result = TurnResult()
+    steps: list[dict[str, Any]] = []
+    for step in range(1, max(1, max_steps) + 1):
+        request = build_request(
+            model=model, max_tokens=max_tokens, system=system, tools=tools, view=view, note=note, steps=steps
+        )
+        try:
+            message = await create_message(client, **request)
+        except ClaudeError as exc:
+            result.failure = exc.reason
+            return result
+        result.usages.append(usage_from_response(message))
+        uses = [block for block in message.content if block.type == "tool_use"]
+        result.text = message_text(message).strip()
+        if not uses:
+            return result
+        if step >= max_steps:
+            # It still wanted to look something up: its text is at best a preamble.
+            result.step_limited = True
+            result.text = f"{result.text}\n\n{STEP_LIMIT_NOTE}" if result.text else STEP_LIMIT_NOTE
+            return result
+        steps.append(assistant_step(message))
+        results: list[Block] = []
+        for use in uses:
+            result.tool_calls.append(use.name)
+            outcome = await run_tool(use.name, use.input)
+            results.append(outcome.block(use.id))
+        if step + 1 == max_steps:
+            results.append(_text(LAST_STEP_NOTE))
+        steps.append({"role": "user", "content": results})
+    return result

@@ -1,0 +1,95 @@
+"""A confirmation button only one person can press (forget-me, memory wipe).
+
+Usage::
+
+    view = ConfirmView(user.id, confirm_label="Confirm", on_confirm=do_it)
+    view.message = await channel.send("<@id> press Confirm to ...", view=view)
+    # or, ephemeral: await itx.response.send_message(..., view=view, ephemeral=True)
+    #                view.message = await itx.original_response()
+
+Only the owner's press counts: anyone else gets an ephemeral "This button is not for you." and
+nothing happens. Confirm runs ``on_confirm`` once (a second press is refused) and replaces the
+message with the text it returns; Cancel and the timeout change nothing and say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+
+import discord
+import structlog
+
+from memory.errors import UserFacingError
+
+log = structlog.get_logger(__name__)
+
+NOT_YOURS = "This button is not for you."
+ALREADY_DONE = "That was already answered."
+CANCELLED = "Cancelled. Nothing was changed."
+TIMED_OUT = "No answer in time, so nothing was changed."
+FAILED = "Something went wrong, so nothing was changed. Try again in a minute."
+
+
+class ConfirmView(discord.ui.View):
+    def __init__(
+        self,
+        owner_id: int,
+        *,
+        confirm_label: str = "Confirm",
+        on_confirm: Callable[[discord.Interaction], Awaitable[str]],
+        timeout: float = 120,
+    ) -> None:
+        super().__init__(timeout=timeout)
+        self.owner_id = owner_id
+        self.on_confirm = on_confirm
+        self.message: discord.Message | discord.InteractionMessage | None = None
+        self.outcome: str | None = None  # "confirmed", "cancelled", "timed out", "failed"
+        self.confirm_button.label = confirm_label
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id != self.owner_id:
+            await interaction.response.send_message(NOT_YOURS, ephemeral=True)
+            return False
+        if self.outcome is not None:
+            await interaction.response.send_message(ALREADY_DONE, ephemeral=True)
+            return False
+        return True
+
+    @discord.ui.button(label="Confirm", style=discord.ButtonStyle.danger)
+    async def confirm_button(
+        self, interaction: discord.Interaction, _: discord.ui.Button[ConfirmView]
+    ) -> None:
+        self.outcome = "confirmed"  # set before any await: a double press is refused
+        self.stop()
+        # The work may take longer than Discord's 3 s to acknowledge: defer, then edit.
+        await interaction.response.defer()
+        try:
+            text = await self.on_confirm(interaction)
+        except UserFacingError as exc:
+            self.outcome, text = "failed", str(exc)
+        except Exception as exc:
+            self.outcome, text = "failed", FAILED
+            log.error(
+                "confirm.failed",
+                owner_id=self.owner_id,
+                message_id=interaction.message.id if interaction.message else None,
+                error=type(exc).__name__,
+            )
+        await interaction.edit_original_response(content=text, view=None)
+
+    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
+    async def cancel_button(
+        self, interaction: discord.Interaction, _: discord.ui.Button[ConfirmView]
+    ) -> None:
+        self.outcome = "cancelled"
+        self.stop()
+        await interaction.response.edit_message(content=CANCELLED, view=None)
+
+    async def on_timeout(self) -> None:
+        if self.outcome is not None:
+            return
+        self.outcome = "timed out"
+        if self.message is not None:
+            with contextlib.suppress(discord.HTTPException):
+                await self.message.edit(content=TIMED_OUT, view=None)

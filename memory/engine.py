@@ -1,0 +1,226 @@
+"""The memory engine's public API: what `bot/`, the CLI and the benchmarks call.
+
+Each method is one unit of work with its own session and transaction. Nothing here knows
+Discord: chats are keyed by plain ids, messages arrive as :class:`NewMessage`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory import erase, log, reads
+from memory.clock import Clock, WallClock
+from memory.compactor import Compactor, PassReport
+from memory.config import MemoryConfig
+from memory.erase import ErasureReport
+from memory.log import ChatKey, NewMessage
+from memory.models import Chat, MemoryRow, OptOut
+from memory.view import PromptView, prompt_view
+
+DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatInfo:
+    id: int
+    discord_id: int | None
+    guild_id: int | None
+    kind: str
+    name: str
+    paused: bool
+
+
+class MemoryEngine:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        config: MemoryConfig,
+        *,
+        compactor: Compactor | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.sessions, self.config = sessions, config
+        self.compactor = compactor
+        self.clock = clock or WallClock()
+
+    # --- chats
+    async def ensure_chat(self, key: ChatKey) -> int:
+        async with self.sessions() as s, s.begin():
+            return await log.ensure_chat(s, key, self.config.timezone)
+
+    async def chat_by_discord_id(self, discord_id: int) -> ChatInfo | None:
+        async with self.sessions() as s:
+            chat = await s.scalar(select(Chat).where(Chat.discord_id == discord_id))
+            return _info(chat) if chat else None
+
+    async def find_chat(self, ref: str) -> ChatInfo:
+        async with self.sessions() as s:
+            return _info(await log.find_chat(s, ref))
+
+    async def list_chats(self) -> list[ChatInfo]:
+        async with self.sessions() as s:
+            return [_info(c) for c in (await s.scalars(select(Chat).order_by(Chat.id))).all()]
+
+    async def logged_discord_chats(self) -> list[ChatInfo]:
+        """Chats with a Discord channel, for backfill at start and on resume."""
+        async with self.sessions() as s:
+            rows = await s.scalars(select(Chat).where(Chat.discord_id.is_not(None)).order_by(Chat.id))
+            return [_info(c) for c in rows.all()]
+
+    async def set_paused(self, chat_id: int, paused: bool) -> None:
+        async with self.sessions() as s, s.begin():
+            chat = await log.get_chat(s, chat_id)
+            chat.logging_paused = paused
+
+    # --- the log
+    async def append(self, chat_id: int, message: NewMessage) -> int | None:
+        async with self.sessions() as s, s.begin():
+            return await log.append(s, chat_id, message)
+
+    async def append_many(self, chat_id: int, messages: Sequence[NewMessage]) -> list[int | None]:
+        async with self.sessions() as s, s.begin():
+            return await log.append_many(s, chat_id, messages)
+
+    async def last_snowflake(self, chat_id: int) -> int | None:
+        async with self.sessions() as s:
+            return await log.last_snowflake(s, chat_id)
+
+    async def index_of_snowflake(self, chat_id: int, snowflake: int) -> int | None:
+        async with self.sessions() as s:
+            return await log.index_of_snowflake(s, chat_id, snowflake)
+
+    async def edit(
+        self, chat_id: int, snowflake: int, content: str, attachments: tuple[str, ...] = ()
+    ) -> int | None:
+        async with self.sessions() as s, s.begin():
+            return await erase.edit_message(s, chat_id, snowflake, content, attachments, self.clock.now())
+
+    # --- erasure
+    async def erase_messages(self, chat_id: int, snowflakes: Iterable[int]) -> ErasureReport:
+        async with self.sessions() as s, s.begin():
+            return await erase.erase_snowflakes(s, chat_id, snowflakes, self.clock.now())
+
+    async def erase_author(self, guild_id: int | None, author_id: int) -> ErasureReport:
+        """Everything one person wrote in a guild (``guild_id`` None or 0: their DMs with the
+        bot, both sides, since a DM memory is about that person alone)."""
+        async with self.sessions() as s, s.begin():
+            if guild_id in (None, DM_SCOPE):
+                dm_chats = await self._dm_chats_of(s, author_id)
+                report = ErasureReport()
+                for chat_id in dm_chats:
+                    report.add(await erase.wipe_chat(s, chat_id))
+                return report
+            chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
+            return await erase.erase_author(s, chat_ids, author_id, self.clock.now())
+
+    async def _dm_chats_of(self, s: AsyncSession, user_id: int) -> list[int]:
+        from memory.models import Message
+
+        rows = await s.scalars(
+            select(Chat.id)
+            .where(Chat.kind == "dm")
+            .where(Chat.id.in_(select(Message.chat_id).where(Message.author_id == user_id)))
+        )
+        return list(rows.all())
+
+    async def wipe_chat(self, chat_id: int) -> ErasureReport:
+        async with self.sessions() as s, s.begin():
+            return await erase.wipe_chat(s, chat_id)
+
+    async def forget_discord_chat(self, discord_id: int) -> ErasureReport:
+        """A channel or thread was deleted: its memory (and its threads') goes too."""
+        async with self.sessions() as s, s.begin():
+            ids = (
+                await s.scalars(
+                    select(Chat.id).where((Chat.discord_id == discord_id) | (Chat.parent_id == discord_id))
+                )
+            ).all()
+            return await erase.delete_chats(s, ids)
+
+    async def forget_guild(self, guild_id: int) -> ErasureReport:
+        async with self.sessions() as s, s.begin():
+            ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
+            report = await erase.delete_chats(s, ids)
+            await s.execute(delete(OptOut).where(OptOut.guild_id == guild_id))
+            return report
+
+    # --- opt-outs
+    async def opt_out(self, guild_id: int | None, user_id: int) -> None:
+        async with self.sessions() as s, s.begin():
+            await s.execute(
+                insert(OptOut).values(guild_id=guild_id or DM_SCOPE, user_id=user_id).on_conflict_do_nothing()
+            )
+
+    async def opt_in(self, guild_id: int | None, user_id: int) -> bool:
+        async with self.sessions() as s, s.begin():
+            gone = await s.execute(
+                delete(OptOut)
+                .where(OptOut.guild_id == (guild_id or DM_SCOPE), OptOut.user_id == user_id)
+                .returning(OptOut.user_id)
+            )
+            return bool(gone.all())
+
+    async def opted_out(self, guild_id: int | None) -> set[int]:
+        async with self.sessions() as s:
+            rows = await s.scalars(select(OptOut.user_id).where(OptOut.guild_id == (guild_id or DM_SCOPE)))
+            return set(rows.all())
+
+    # --- reads
+    async def prompt_view(self, chat_id: int) -> PromptView:
+        async with self.sessions() as s:
+            return await prompt_view(s, self.config, chat_id)
+
+    async def zoom(self, chat_id: int, first: int, count: int, page: int = 1) -> str:
+        async with self.sessions() as s:
+            return await reads.zoom(s, chat_id, first, count, page)
+
+    async def zoom_address(self, chat_id: int, address: str, page: int = 1) -> str:
+        async with self.sessions() as s:
+            chat = await log.get_chat(s, chat_id)
+            first, count = reads.parse(address, chat.next_index)
+            return await reads.zoom(s, chat_id, first, count, page)
+
+    async def recall(
+        self,
+        chat_id: int,
+        query: str,
+        *,
+        author: str | None = None,
+        author_id: int | None = None,
+        limit: int = 5,
+        max_chars: int = 8000,
+    ) -> str:
+        async with self.sessions() as s:
+            return await reads.recall(
+                s, chat_id, query, author=author, author_id=author_id, limit=limit, max_chars=max_chars
+            )
+
+    async def row_addresses(self, chat_id: int) -> list[str]:
+        from memory.tree import address
+
+        async with self.sessions() as s:
+            state = await s.get(MemoryRow, chat_id)
+            return [address((int(a), int(b))) for a, b in (state.shown if state else [])]
+
+    async def message_count(self, chat_id: int) -> int:
+        async with self.sessions() as s:
+            return int(
+                await s.scalar(select(func.coalesce(Chat.next_index, 0)).where(Chat.id == chat_id)) or 0
+            )
+
+    # --- compaction
+    async def compact(
+        self, chat_id: int, *, until_idle: bool = False, force_swap: bool = False
+    ) -> PassReport:
+        if self.compactor is None:
+            raise RuntimeError("this engine was built without a compactor")
+        return await self.compactor.run(chat_id, until_idle=until_idle, force_swap=force_swap)
+
+
+def _info(chat: Chat) -> ChatInfo:
+    return ChatInfo(chat.id, chat.discord_id, chat.guild_id, chat.kind, chat.name, chat.logging_paused)

@@ -1,0 +1,207 @@
+"""Erasure and edits (DESIGN.md section 8), each in one transaction.
+
+An erased message keeps its slot (index and time) with no text and no author; every node
+that covered it is deleted, the row version moves (so a compactor call in flight cannot
+write a line built from the erased words), and the row is marked for repair: its parts
+show through their surviving descendants until the compactor rebuilds them from the
+remaining messages. An edit replaces the text and rebuilds only the nodes above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memory.importers import message_text
+from memory.log import tail_line_bytes
+from memory.models import Chat, MemoryRow, Message, TreeNode
+from memory.nodes import NodeWrite, delete_covering, insert_nodes
+
+
+@dataclass(slots=True)
+class ErasureReport:
+    messages: int = 0
+    nodes: int = 0  # lines deleted (they are rebuilt without the erased words)
+    chats: int = 0
+
+    def add(self, other: ErasureReport) -> None:
+        self.messages += other.messages
+        self.nodes += other.nodes
+        self.chats += other.chats
+
+
+async def _lock_row(session: AsyncSession, chat_id: int) -> MemoryRow | None:
+    return (
+        await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id).with_for_update())
+    ).scalar_one_or_none()
+
+
+def _max_level(total: int) -> int:
+    return max(total, 1).bit_length()
+
+
+async def erase_indexes(
+    session: AsyncSession, chat_id: int, indexes: Iterable[int], now: datetime
+) -> ErasureReport:
+    wanted = sorted(set(indexes))
+    report = ErasureReport()
+    if not wanted:
+        return report
+    state = await _lock_row(session, chat_id)
+    total = int(await session.scalar(select(Chat.next_index).where(Chat.id == chat_id)) or 0)
+    erased = list(
+        (
+            await session.scalars(
+                update(Message)
+                .where(Message.chat_id == chat_id, Message.idx.in_(wanted), Message.erased_at.is_(None))
+                .values(
+                    text=None,
+                    author_id=None,
+                    author_name=None,
+                    attachments=None,
+                    is_bot=False,
+                    edited_at=None,
+                    erased_at=now,
+                )
+                .returning(Message.idx)
+            )
+        ).all()
+    )
+    if not erased:
+        return report
+    # The raw-tail line of an erased slot is "#i time (erased)": keep the byte count true.
+    await session.execute(
+        text("""
+        UPDATE messages SET line_bytes = :fixed + octet_length(idx::text)
+        WHERE chat_id = :chat_id AND idx = ANY(:idx)
+    """),
+        {"fixed": tail_line_bytes(0, None, None) - 1, "chat_id": chat_id, "idx": erased},
+    )
+    leaves = set(
+        (
+            await session.scalars(
+                select(TreeNode.idx).where(
+                    TreeNode.chat_id == chat_id, TreeNode.level == 0, TreeNode.idx.in_(erased)
+                )
+            )
+        ).all()
+    )
+    report.messages = len(erased)
+    report.nodes = await delete_covering(session, chat_id, erased, _max_level(total))
+    # An erased message is an empty, free leaf: put back the ones that existed right away.
+    times = dict(
+        (
+            await session.execute(
+                select(Message.idx, Message.created_at).where(
+                    Message.chat_id == chat_id, Message.idx.in_(leaves)
+                )
+            )
+        )
+        .tuples()
+        .all()
+    )
+    await insert_nodes(
+        session, chat_id, [NodeWrite((0, i), "", times[i], times[i], by_model=False) for i in leaves]
+    )
+    report.nodes -= len(leaves)
+    if state is not None:
+        state.version += 1
+        state.needs_repair = True
+        state.staged_ready = False
+    return report
+
+
+async def erase_snowflakes(
+    session: AsyncSession, chat_id: int, snowflakes: Iterable[int], now: datetime
+) -> ErasureReport:
+    ids = list(set(snowflakes))
+    if not ids:
+        return ErasureReport()
+    indexes = (
+        await session.scalars(
+            select(Message.idx).where(Message.chat_id == chat_id, Message.snowflake.in_(ids))
+        )
+    ).all()
+    return await erase_indexes(session, chat_id, indexes, now)
+
+
+async def erase_author(
+    session: AsyncSession, chat_ids: Iterable[int], author_id: int, now: datetime
+) -> ErasureReport:
+    """Every message of one person in the given chats (their guild's chats, or a DM)."""
+    report = ErasureReport()
+    for chat_id in chat_ids:
+        indexes = (
+            await session.scalars(
+                select(Message.idx).where(Message.chat_id == chat_id, Message.author_id == author_id)
+            )
+        ).all()
+        if indexes:
+            report.add(await erase_indexes(session, chat_id, indexes, now))
+            report.chats += 1
+    return report
+
+
+async def wipe_chat(session: AsyncSession, chat_id: int) -> ErasureReport:
+    """Forget a chat's whole memory but keep the chat (its settings, such as paused)."""
+    state = await _lock_row(session, chat_id)
+    messages = len(
+        (
+            await session.execute(delete(Message).where(Message.chat_id == chat_id).returning(Message.idx))
+        ).all()
+    )
+    nodes = len(
+        (
+            await session.execute(delete(TreeNode).where(TreeNode.chat_id == chat_id).returning(TreeNode.idx))
+        ).all()
+    )
+    await session.execute(update(Chat).where(Chat.id == chat_id).values(next_index=0, last_message_at=None))
+    if state is not None:
+        state.shown, state.boundary, state.staged, state.staged_boundary = [], 0, None, None
+        state.batch_target, state.needs_repair, state.staged_ready = None, False, False
+        state.version += 1
+    return ErasureReport(messages=messages, nodes=nodes, chats=1)
+
+
+async def delete_chats(session: AsyncSession, chat_ids: Iterable[int]) -> ErasureReport:
+    """The channel, thread or guild is gone: its memory goes with it (cascade)."""
+    report = ErasureReport()
+    for chat_id in chat_ids:
+        report.add(await wipe_chat(session, chat_id))
+        await session.execute(delete(Chat).where(Chat.id == chat_id))
+    return report
+
+
+async def edit_message(
+    session: AsyncSession,
+    chat_id: int,
+    snowflake: int,
+    content: str,
+    attachments: tuple[str, ...],
+    edited_at: datetime,
+) -> int | None:
+    """Replace a message's text; returns the number of lines deleted for rebuilding, or
+    None when the message is not logged (or erased)."""
+    m = await session.scalar(
+        select(Message).where(Message.chat_id == chat_id, Message.snowflake == snowflake)
+    )
+    if m is None or m.erased_at is not None or m.author_name is None:
+        return None
+    body = message_text(content, attachments, m.reply_to)
+    if body == m.text:
+        return 0
+    state = await _lock_row(session, chat_id)
+    total = int(await session.scalar(select(Chat.next_index).where(Chat.id == chat_id)) or 0)
+    m.text, m.attachments, m.edited_at = body, list(attachments) or None, edited_at
+    m.line_bytes = tail_line_bytes(m.idx, m.author_name, body)
+    deleted = await delete_covering(session, chat_id, [m.idx], _max_level(total))
+    if state is not None:
+        state.version += 1
+        if deleted:
+            state.needs_repair = True
+            state.staged_ready = False
+    return deleted

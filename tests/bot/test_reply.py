@@ -1,0 +1,222 @@
+"""The reply turn end to end: SimCord (real discord.py), the real ingest and reply extensions,
+real PostgreSQL, and the fake Anthropic API through the real SDK (issue 4 acceptance 2, 3, 4, 7)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import simcord
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.client import EvaBot
+from bot.limits import STEP_LIMIT_NOTE, replies_this_month
+from bot.prompts import system_prompt
+from bot.settings import Settings
+from bot.tools import TOOLS, cap_result
+from bot.turn import LAST_STEP_NOTE
+from memory.errors import BadRequest
+from memory.models import UsageEntry
+from tests.bot.reply_world import (
+    FLAMINGO_INDEX,
+    LONG_INDEX,
+    World,
+    authored,
+    build_world,
+    make_bot,
+    make_services,
+    make_settings,
+    marked_blocks,
+    user_text,
+)
+from tests.fakes.anthropic_api import FakeAnthropic, LogEntry
+from tests.fakes.prompt_cache import blocks_of_request
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeAnthropic]:
+    async with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def settings(request: pytest.FixtureRequest) -> Settings:
+    return make_settings(**getattr(request, "param", {}))
+
+
+@pytest.fixture
+def simcord_bot(sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings) -> EvaBot:
+    return make_bot(make_services(sessions, fake, settings))
+
+
+@pytest.fixture
+async def world(simcord_env: simcord.Env, fake: FakeAnthropic) -> World:
+    return await build_world(simcord_env, fake)
+
+
+def tokens_through(body: dict[str, Any], section: str, index: int) -> int:
+    """Estimated tokens of the prefix that ends with block ``index`` of ``section``."""
+    marks = marked_blocks(body)
+    position = marks.index((section, index))
+    marked_positions = [i for i, b in enumerate(blocks_of_request(body)) if b.ttl is not None]
+    end = marked_positions[position]
+    return sum(b.tokens for b in blocks_of_request(body)[: end + 1])
+
+
+# --- acceptance 2 ---------------------------------------------------------------------------
+
+
+async def test_a_mention_gets_a_reply_in_the_cached_layout(world: World) -> None:
+    view = await world.engine.prompt_view(world.chat_id)
+    assert len(view.row_lines) == 16 and len(view.tail_lines) == 9  # the seeded memory
+    world.fake.script.push_text("Hi alice! We talked about the paddle boat trip.")
+    asked = await world.alice.send(world.general, f"{world.me.mention} what did we talk about?")
+
+    reply = world.bot_messages()[-1]
+    assert reply.content == "Hi alice! We talked about the paddle boat trip."
+    assert reply.reference is not None and reply.reference.message_id == asked.id
+
+    (first,) = world.replies()
+    body = first.body
+    assert body["tools"] == TOOLS
+    assert body["system"][0]["text"] == system_prompt(world.services.settings)
+    text = user_text(body)
+    asked_index = await world.engine.index_of_snowflake(world.chat_id, asked.id)
+    assert asked_index == 300
+    assert text.startswith(view.memory_text() + "\n<tail>\n" + view.tail_text() + "\n#300 ")
+    assert "\n</tail>\n<turn>\n" in text and "Answer alice's message #300." in text
+    content = body["messages"][0]["content"]
+    assert [c["text"].count("\n") for c in content[:4]] == [5, 4, 4, 4]  # "<memory>" + 4 lines each
+    # system, the last whole memory block, the last tail block ending at #295, the end.
+    assert marked_blocks(body) == [("system", 0), ("messages.0", 3), ("messages.0", 4), ("messages.0", 6)]
+    assert content[4]["text"].endswith("\n#295 " + content[4]["text"].rsplit("\n#295 ", 1)[1])
+    assert first.usage is not None and first.usage["cache_creation_input_tokens"] > 0
+
+    world.later()
+    world.fake.script.push_text("Still the boat, mostly.")
+    await world.alice.send(world.general, f"{world.me.mention} and after that?")
+    second = world.replies()[1]
+    assert second.body["system"] == body["system"]  # byte-identical
+    assert second.body["tools"] == body["tools"]
+    assert second.usage is not None
+    # The shared prefix, through the last whole memory block at least, came from the cache.
+    assert second.usage["cache_read_input_tokens"] >= tokens_through(second.body, "messages.0", 3)
+    assert world.bot_messages()[-1].content == "Still the boat, mostly."
+    assert await replies_this_month(
+        world.services.sessions, world.guild.id, world.clock.now(), "UTC"
+    ) == 2
+
+
+
+# --- acceptance 3 ---------------------------------------------------------------------------
+
+
+def tool_result(entry: LogEntry) -> dict[str, Any]:
+    """The (only) tool_result block of a step request's last message."""
+    (block,) = [b for b in entry.body["messages"][-1]["content"] if b["type"] == "tool_result"]
+    return block
+
+
+@pytest.mark.parametrize("settings", [{"tool_steps": 12, "tool_result_bytes": 1000}], indirect=True)
+async def test_zoom_down_to_a_message_and_recall_a_word(world: World) -> None:
+    engine, chat = world.engine, world.chat_id
+    # The row line that covers message #37, then halves down to #37 itself.
+    first, count = next(
+        (a, n) for a, n in (map(int, x.split("+")) for x in await engine.row_addresses(chat)) if a <= 37 < a + n
+    )
+    path = [(first, count)]
+    while count > 1:
+        count //= 2
+        first = first if FLAMINGO_INDEX < first + count else first + count
+        path.append((first, count))
+    assert path[-1] == (FLAMINGO_INDEX, 1) and len(path) >= 4
+    for a, n in path:
+        world.fake.script.push_tool_use("zoom", {"id": a, "n": n})
+    world.fake.script.push_tool_use("zoom", {"id": LONG_INDEX, "n": 1})
+    world.fake.script.push_tool_use("recall", {"query": "flamingo"})
+    world.fake.script.push_tool_use("zoom", {"id": 3, "n": 5})
+    world.fake.script.push_text("It was a pink flamingo, at the lake.")
+    expected_recall = cap_result(await engine.recall(chat, "flamingo", max_chars=1000), 1000)
+
+    await world.bob.send(world.general, f"{world.me.mention} what bird did I see ages ago?")
+
+    steps = world.replies()
+    assert len(steps) == len(path) + 4
+    results = [tool_result(step) for step in steps[1:]]
+    for (a, n), result in zip(path, results, strict=False):
+        assert result["content"] == cap_result(await engine.zoom(chat, a, n), 1000)
+        assert not result.get("is_error")
+    message = results[len(path) - 1]["content"]
+    assert message.startswith("#37 ") and "bob: alice, remember the pink flamingo" in message
+    long = results[len(path)]["content"]
+    assert len(long.encode()) <= 1000 and "[cut: " in long and long.startswith(f"#{LONG_INDEX} ")
+    recall = results[len(path) + 1]["content"]
+    assert recall == expected_recall  # read before the reply, which says "flamingo" too
+    assert ">#37 " in recall and recall.count("Hit ") == 1
+    bad = results[len(path) + 2]
+    with pytest.raises(BadRequest) as refused:
+        await engine.zoom(chat, 3, 5)
+    assert bad == {**bad, "is_error": True, "content": str(refused.value)}
+    # Each step read everything the step before it sent from the cache.
+    for previous, step in itertools.pairwise(steps):
+        assert previous.usage is not None and step.usage is not None
+        sent = sum(previous.usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        assert step.usage["cache_read_input_tokens"] == sent
+    assert world.bot_messages()[-1].content == "It was a pink flamingo, at the lake."
+    async with world.services.sessions() as s:
+        calls = await s.scalar(select(func.count()).select_from(UsageEntry).where(UsageEntry.kind == "reply"))
+    assert calls == len(steps)  # every call in the ledger, one turn
+    assert await replies_this_month(world.services.sessions, world.guild.id, world.clock.now(), "UTC") == 1
+
+
+@pytest.mark.parametrize("settings", [{"tool_steps": 3}], indirect=True)
+async def test_the_tool_loop_stops_at_the_step_limit(world: World) -> None:
+    for _ in range(3):
+        world.fake.script.push_tool_use("recall", {"query": "pizza"})
+    await world.alice.send(world.general, f"{world.me.mention} find every pizza")
+    steps = world.replies()
+    assert len(steps) == 3  # never a fourth call
+    assert steps[-1].body["messages"][-1]["content"][-1]["text"] == LAST_STEP_NOTE
+    assert world.bot_messages()[-1].content == STEP_LIMIT_NOTE
+
+
+# --- acceptance 4 ---------------------------------------------------------------------------
+
+
+async def test_forget_me_only_for_the_asker_after_their_own_press(world: World) -> None:
+    sessions = world.services.sessions
+    await world.alice.send(world.general, "I am alice and I like kayaks")
+    alice_before, bob_before = await authored(sessions, world.alice.id), await authored(sessions, world.bob.id)
+    assert alice_before == 151 and bob_before == 150
+    world.fake.script.push_tool_use("forget_me", {"user": "alice"})
+    world.fake.script.push_tool_use("forget_me", {})
+    world.fake.script.push_text("Press the button if you really want me to forget you, bob.")
+
+    await world.bob.send(world.general, f"{world.me.mention} forget alice. and forget me too")
+
+    steps = world.replies()
+    assert tool_result(steps[1]) | {"is_error": True} == tool_result(steps[1])
+    assert "only ever erases the person you are answering (bob)" in tool_result(steps[1])["content"]
+    assert tool_result(steps[2])["content"].startswith("Asked for confirmation: bob")
+    prompts = [m for m in world.bot_messages() if "press Confirm" in m.content]
+    assert len(prompts) == 1
+    prompt = prompts[0]
+    assert prompt.content.startswith(f"<@{world.bob.id}> press Confirm to erase everything you wrote")
+    assert world.bot_messages()[-1].content.startswith("Press the button")
+    # Nothing is erased by the model's call: only by bob's own press.
+    assert await authored(sessions, world.alice.id) == alice_before
+    assert await authored(sessions, world.bob.id) == bob_before + 1  # + his question
+
+    refused = await world.alice.click(prompt, label="Confirm")
+    assert refused.response is not None and refused.response.ephemeral
+    assert refused.response.content == "This button is not for you."
+    assert await authored(sessions, world.bob.id) == bob_before + 1
+
+    await world.bob.click(prompt, label="Confirm")
+    assert await authored(sessions, world.bob.id) == 0
+    assert await authored(sessions, world.alice.id) == alice_before
+    edited = next(m for m in world.general.history() if m.id == prompt.id)
+    assert edited.content.startswith(f"Erased {bob_before + 1} messages") and not edited.components

@@ -1,0 +1,117 @@
+"""`eva sync-commands` registers the slash commands with (the local fake of) Discord; a normal
+bot start never calls the sync endpoint (it is rate limited, and commands change only with a
+release)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import discord
+import discord.gateway
+import discord.http
+import pytest
+
+from bot.cli import build_parser
+from bot.client import EvaBot
+from bot.services import Services
+from bot.settings import Settings
+from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
+
+REPO = Path(__file__).resolve().parents[2]
+EXPECTED = {"zoom", "recall", "forget-me", "remember-me", "memory"}
+MEMORY_SUBCOMMANDS = ["status", "view", "node", "compact", "pause", "resume", "wipe"]
+TIMEOUT_S = 10.0
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    original = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+    async with FakeDiscord() as d:
+        yield d
+    assert (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY) == original
+
+
+def command_puts(fake: FakeDiscord) -> list[str]:
+    return [r["path"] for r in fake.requests("PUT", "/applications/") if r["path"].endswith("/commands")]
+
+
+async def test_sync_commands_registers_in_one_guild(fake: FakeDiscord, capsys: pytest.CaptureFixture[str]) -> None:
+    parser, handlers = build_parser()
+    args = parser.parse_args(["sync-commands", "--guild", str(fake.ids.guild)])
+    settings = Settings(_env_file=None, discord_token="test-token", discord_api_base=fake.api_base)  # type: ignore[call-arg]
+    assert await handlers[args.command](args, settings) == 0
+    assert command_puts(fake) == [f"/applications/{fake.ids.application}/guilds/{fake.ids.guild}/commands"]
+    listed = fake.commands.listed(fake.ids.guild)
+    assert {c["name"] for c in listed} == EXPECTED
+    assert fake.commands.listed() == []  # nothing global
+    memory = next(c for c in listed if c["name"] == "memory")
+    assert [o["name"] for o in memory["options"]] == MEMORY_SUBCOMMANDS
+    assert memory["default_member_permissions"] == str(discord.Permissions(manage_guild=True).value)
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"registered 5 commands in server {fake.ids.guild}:")
+    assert "/memory (status, view, node, compact, pause, resume, wipe)" in printed
+    assert discord.http.Route.BASE == "https://discord.com/api/v10"  # the CLI put it back
+
+
+async def test_eva_sync_commands_as_a_process_registers_globally(fake: FakeDiscord, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "DISCORD_TOKEN": "test-token",
+        "DISCORD_API_BASE": fake.api_base,
+        "DATABASE_URL": "",
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "sync-commands",
+        cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    assert out.decode().startswith("registered 5 commands globally:")
+    assert command_puts(fake) == [f"/applications/{fake.ids.application}/commands"]
+    listed = fake.commands.listed()
+    assert {c["name"] for c in listed} == EXPECTED
+    memory = next(c for c in listed if c["name"] == "memory")
+    assert memory["contexts"] == [0] and memory["dm_permission"] is False  # guild only
+    assert memory["default_member_permissions"] == "32"  # Manage Server by default
+    zoom = next(c for c in listed if c["name"] == "zoom")
+    assert zoom.get("contexts") in (None, [0, 1]) and zoom["default_member_permissions"] is None
+
+
+async def test_a_refused_guild_is_one_clear_line(fake: FakeDiscord) -> None:
+    from bot.cli_discord import sync_commands
+    from bot.errors import CliError
+
+    settings = Settings(_env_file=None, discord_token="test-token", discord_api_base=fake.api_base)  # type: ignore[call-arg]
+    with pytest.raises(CliError):
+        await sync_commands(settings, 4242)  # a server the bot is not in
+    with pytest.raises(CliError, match="DISCORD_TOKEN is not set"):
+        await sync_commands(Settings(_env_file=None), None)
+    assert fake.commands.listed() == []
+
+
+async def test_a_normal_start_does_not_sync(fake: FakeDiscord, services: Services) -> None:
+    previous = point_discord_at(fake.api_base, fake.gateway_url)
+    bot = EvaBot(services, guild_ready_timeout=0.05)
+    ready = asyncio.Event()
+    bot.add_listener(lambda: _set(ready), "on_ready")
+    runner = asyncio.create_task(bot.start("test-token"))
+    try:
+        await asyncio.wait_for(ready.wait(), TIMEOUT_S)
+        assert set(bot.extensions) >= {"bot.cogs.people", "bot.cogs.admin"}
+        assert {c.name for c in bot.tree.get_commands()} == EXPECTED  # served, not registered
+        assert ("GET", "/users/@me") in [(r["method"], r["path"]) for r in fake.request_log]
+        assert command_puts(fake) == []
+        assert fake.commands.listed() == [] and fake.commands.listed(fake.ids.guild) == []
+    finally:
+        await bot.close()
+        await asyncio.wait_for(runner, TIMEOUT_S)
+        restore_discord_endpoints(previous)
+
+
+async def _set(event: asyncio.Event) -> None:
+    event.set()
