@@ -1,4 +1,5 @@
-"""One Discord channel, thread or DM = one memory ("chat", DESIGN.md section 3).
+"""Discord objects in the memory's terms: a channel, thread or DM is one memory ("chat",
+DESIGN.md section 3) and a message is one log entry (section 4).
 
 Every cog maps a channel to its chat through :func:`chat_for_channel`, so a channel can never
 read or write another channel's memory.
@@ -70,18 +71,43 @@ async def chat_for_channel(bot: discord.Client, channel: Any) -> int | None:
     services = services_of(bot)
     if is_dm(channel) and not services.settings.reply_in_dms:
         return None
+    engine = services.engine
+    info = await engine.chat_by_discord_id(channel.id)
     key = chat_key(channel)
+    if info is not None:
+        if info.paused:
+            return None
+        if key is not None and info.name != key.name[:200] and key.name != f"dm-{channel.id}":
+            await engine.ensure_chat(key)  # the channel was renamed: keep `eva stats` readable
+        return info.id
+    if key is None and isinstance(channel, discord.PartialMessageable):
+        # Not in discord.py's cache (a thread we were just added to, say): ask Discord what it is.
+        try:
+            key = chat_key(await bot.fetch_channel(channel.id))
+        except discord.HTTPException:
+            return None
     if key is None or key.discord_id is None:
         return None
-    engine = services.engine
-    info = await engine.chat_by_discord_id(key.discord_id)
-    if info is None:
-        return await engine.ensure_chat(key)
-    if info.paused:
+    return await engine.ensure_chat(key)
+
+
+def channel_for_chat(bot: discord.Client, info: ChatInfo) -> Any:
+    """Something to read a logged chat's history from, or None to skip it for now: a guild
+    that is not available yet (its on_guild_available backfills it), or an archived thread
+    (not in the cache; an archived thread takes no new messages)."""
+    if info.discord_id is None:
         return None
-    if info.name != key.name[:200]:
-        await engine.ensure_chat(key)  # the channel was renamed: keep `eva stats` readable
-    return info.id
+    channel = bot.get_channel(info.discord_id)
+    if channel is not None:
+        return channel
+    if info.kind == "dm":
+        return bot.get_partial_messageable(info.discord_id, type=discord.ChannelType.private)
+    guild = bot.get_guild(info.guild_id) if info.guild_id is not None else None
+    if info.kind == "thread" or guild is None or guild.unavailable:
+        return None
+    # Not in an available guild's cache: deleted while we were away (history answers 404 and
+    # the memory goes) or hidden from us (403, skipped).
+    return bot.get_partial_messageable(info.discord_id, guild_id=guild.id, type=discord.ChannelType.text)
 
 
 # --- a Discord message, as the memory sees it (DESIGN.md section 4)
@@ -125,22 +151,3 @@ def message_to_new(message: discord.Message, reply_index: int | None) -> NewMess
         reply_to=reply_index,
         edited_at=message.edited_at,
     )
-
-
-def channel_for_chat(bot: discord.Client, info: ChatInfo) -> Any:
-    """Something to read a logged chat's history from, or None to skip it for now: a guild
-    that is not available yet (its on_guild_available backfills it), or an archived thread
-    (not in the cache; an archived thread takes no new messages)."""
-    if info.discord_id is None:
-        return None
-    channel = bot.get_channel(info.discord_id)
-    if channel is not None:
-        return channel
-    if info.kind == "dm":
-        return bot.get_partial_messageable(info.discord_id, type=discord.ChannelType.private)
-    guild = bot.get_guild(info.guild_id) if info.guild_id is not None else None
-    if info.kind == "thread" or guild is None or guild.unavailable:
-        return None
-    # Not in an available guild's cache: deleted while we were away (history answers 404 and
-    # the memory goes) or hidden from us (403, skipped).
-    return bot.get_partial_messageable(info.discord_id, guild_id=guild.id, type=discord.ChannelType.text)

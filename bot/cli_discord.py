@@ -72,10 +72,13 @@ async def sync_commands(settings: Settings, guild_id: int | None) -> list[app_co
             return await bot.tree.sync(guild=guild)
     except discord.LoginFailure:
         raise CliError("Discord refused the token in DISCORD_TOKEN") from None
-    except discord.Forbidden:
+    except (discord.Forbidden, discord.NotFound) as exc:
+        if guild_id is None:
+            raise
+        # 50001 Missing Access or 10004 Unknown Guild: the bot is not (properly) in that server.
         raise CliError(
-            f"Discord refused to register commands in server {guild_id}: is the bot in that server,"
-            " invited with the applications.commands scope?"
+            f"Discord refused to register commands in server {guild_id} (error {exc.code}): is the bot"
+            " in that server, invited with the applications.commands scope?"
         ) from None
     finally:
         discord.http.Route.BASE = previous_base

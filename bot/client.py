@@ -57,6 +57,8 @@ class EvaBot(commands.Bot):
         kwargs.setdefault("help_command", None)
         # Without the Members intent there is nothing to chunk; asking would delay READY.
         kwargs.setdefault("chunk_guilds_at_startup", False)
+        # A text-only bot: discord.py's warnings about missing voice libraries are noise.
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(guild_ready_timeout=guild_ready_timeout, **kwargs)
         self.services = services
         self.extension_names = tuple(extensions)
@@ -65,6 +67,15 @@ class EvaBot(commands.Bot):
     async def setup_hook(self) -> None:
         for name in self.extension_names:
             await self.load_extension(name)
+
+    async def on_command_error(self, context: commands.Context[Any], error: commands.CommandError, /) -> None:
+        """A mention is the (only) prefix, so every message that starts with one looks for a
+        text command; there are none to find. The default handler would log the first word of
+        the message; other errors are logged by type only (never text)."""
+        if isinstance(error, commands.CommandNotFound):
+            return
+        ids = {"channel_id": context.channel.id, "user_id": context.author.id}
+        log.warning("bot.command_error", **ids, error=type(error).__name__)
 
     async def close(self) -> None:
         """Gateway first (no new events), then the extensions in reverse order (ingest writes

@@ -209,6 +209,8 @@ class Ingest:
                     try:
                         await self._apply(q, op)
                     except Exception as exc:
+                        if self._closed:
+                            return  # shutting down (Discord's session is closed): the next start backfills
                         if not transient(exc):
                             self._failed(q, op, exc)
                         else:

@@ -28,8 +28,9 @@ line spans several days. Old lines cover many messages and are coarse; the newes
 one message each. " / " inside a line stands for a line break. The row may be empty in a new chat.
 
 <tail> ... </tail>: the newest messages, word for word, one per line as \
-`#{i} {YYYY-MM-DD HH:MM} {name}: {text}`. Attachments, stickers and embeds appear by name \
-(file:..., sticker:..., embed:...), and "(reply to #k)" marks a reply. Your own earlier \
+`#{i} {YYYY-MM-DD HH:MM} {name}: {text}`. Attachments, stickers and embeds appear by name in \
+brackets ([file: a.png], [sticker: name], [embed: title]); you cannot see the files themselves. \
+"(reply to #k)" marks a reply to message #k. Your own earlier \
 replies are there too, under your name.
 
 <turn> ... </turn>: the current time, who is talking to you now and which message to answer.

@@ -80,6 +80,7 @@ FORGET_ASKED = (
     "unless they press it. Tell them to press Confirm."
 )
 FORGET_ALREADY_ASKED = "The confirmation button is already shown to {name} this turn."
+TOOL_UNAVAILABLE = "The memory cannot be read right now. Answer without it, and say so if it matters."
 FORGET_NO_ARGUMENTS = (
     "forget_me takes no arguments: it only ever erases the person you are answering ({name}), "
     "after they confirm. Nobody else can be forgotten this way; they can ask you themselves or "
@@ -187,6 +188,9 @@ async def run_tool(ctx: ToolContext, name: str, args: Any) -> ToolResult:
             return ToolResult(f"there is no tool named {name!r}", is_error=True)
     except UserFacingError as exc:
         return ToolResult(str(exc), is_error=True)
+    except Exception as exc:  # the database or Discord failed: the model answers without it
+        log.error("tool.failed", chat_id=ctx.chat_id, tool=name, error=type(exc).__name__)
+        return ToolResult(TOOL_UNAVAILABLE, is_error=True)
     return ToolResult(cap_result(text, ctx.result_bytes))
 
 

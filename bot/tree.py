@@ -29,6 +29,7 @@ NEED_MANAGE_SERVER = "You need the Manage Server permission for this."
 SERVER_ONLY = "This command works only in a server."
 BAD_OPTION = "I could not use one of the values you gave; please pick it again from the list."
 APOLOGY = "Sorry, something went wrong on my side. It has been logged; please try again in a moment."
+OUT_OF_DATE = "This command is out of date here: the bot's host needs to run `eva sync-commands`."
 
 # Discord's answers when an interaction can no longer be answered: Unknown Webhook, Unknown
 # Interaction (the 3-second window passed), Interaction has already been acknowledged,
@@ -115,6 +116,8 @@ def message_for(error: BaseException) -> str | None:
         return NEED_MANAGE_SERVER
     if isinstance(error, app_commands.TransformerError):
         return BAD_OPTION
+    if isinstance(error, app_commands.CommandNotFound | app_commands.CommandSignatureMismatch):
+        return OUT_OF_DATE  # Discord shows commands from an older sync than this code
     return None
 
 
@@ -125,6 +128,8 @@ async def report_error(interaction: discord.Interaction, error: BaseException) -
         log.info("interaction.gone", code=getattr(cause, "code", None), **interaction_ids(interaction))
         return
     text = message_for(cause)
+    if text == OUT_OF_DATE:
+        log.warning("command.out_of_date", **interaction_ids(interaction))
     if text is None:
         log.error(
             "command.failed",

@@ -100,9 +100,11 @@ def memory_blocks(row_lines: Sequence[str]) -> tuple[list[Block], int | None]:
     return blocks, last_whole
 
 
-def _tail_index(line: str, fallback: int) -> int:
+def _tail_index(line: str, expected: int) -> int:
+    """The index a tail line starts with ("#1801 ..."); tail lines are dense, so ``expected``
+    is only a fallback."""
     match = _TAIL_INDEX.match(line)
-    return int(match.group(1)) if match else fallback
+    return int(match.group(1)) if match else expected
 
 
 def tail_blocks(view: PromptView, memory_open: bool) -> tuple[list[Block], int | None]:
@@ -112,11 +114,11 @@ def tail_blocks(view: PromptView, memory_open: bool) -> tuple[list[Block], int |
     if view.dropped_note:
         head += view.dropped_note + "\n"
     groups: list[tuple[str, int]] = []  # (text, index after its last message)
-    current, end = head, view.boundary
-    for position, line in enumerate(view.tail_lines):
-        index = _tail_index(line, end + position)
+    current = head
+    end = view.dropped_to if view.dropped_to is not None else view.boundary  # the first shown
+    for line in view.tail_lines:
+        end = _tail_index(line, end) + 1
         current += line + "\n"
-        end = index + 1
         if end % TAIL_BLOCK_MESSAGES == 0:
             groups.append((current, end))
             current = ""
@@ -148,8 +150,9 @@ def _name(trigger: Trigger) -> str:
 
 
 def _describe(trigger: Trigger) -> str:
-    where = f"message #{trigger.index}" if trigger.index is not None else "a message not in the log"
-    return f"{_name(trigger)}'s {where}"
+    if trigger.index is None:
+        return f"{_name(trigger)}'s message shown below (it is not in the log)"
+    return f"{_name(trigger)}'s message #{trigger.index}"
 
 
 def first_user_content(view: PromptView) -> tuple[list[Block], list[int]]:

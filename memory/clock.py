@@ -25,17 +25,19 @@ class SimulatedClock:
     """Moves only when told to; ``sleep`` advances it instead of waiting."""
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._now = start or datetime(2026, 1, 1, tzinfo=UTC)
+        self._now = start
 
     def now(self) -> datetime:
-        return self._now
+        return self._now if self._now is not None else datetime(2026, 1, 1, tzinfo=UTC)
 
     def set(self, when: datetime) -> None:
-        if when > self._now:
+        """Move to ``when``; never backwards, except that the first call sets the start
+        (a replayed corpus may begin years before any default)."""
+        if self._now is None or when > self._now:
             self._now = when
 
     def advance(self, seconds: float) -> None:
-        self._now += timedelta(seconds=seconds)
+        self._now = self.now() + timedelta(seconds=seconds)
 
     async def sleep(self, seconds: float) -> None:
         self.advance(seconds)

@@ -47,6 +47,7 @@ class PassReport:
     discarded: int = 0  # results thrown away because an erasure moved the row
     swaps: int = 0
     forced_swaps: int = 0
+    batches: int = 0  # batch merges that finished (each brings a row down to VIEW_LOW)
     usage: CallUsage = field(default_factory=CallUsage)
 
 
@@ -103,11 +104,8 @@ class Compactor:
                 blocked=self._blocked(chat_id, now),
                 force_swap=force_swap,
             )
-        report.free_nodes, report.swaps, report.forced_swaps = (
-            plan.free_built,
-            int(plan.swapped),
-            int(plan.forced),
-        )
+        report.free_nodes, report.swaps = plan.free_built, int(plan.swapped)
+        report.forced_swaps, report.batches = int(plan.forced), int(plan.batched)
         return plan.tasks, plan.waiting, plan.version, report
 
     async def run(self, chat_id: int, *, until_idle: bool = False, force_swap: bool = False) -> PassReport:
@@ -127,6 +125,7 @@ class Compactor:
                 total.free_nodes += report.free_nodes
                 total.swaps += report.swaps
                 total.forced_swaps += report.forced_swaps
+                total.batches += report.batches
                 if tasks:
                     await self._run_tasks(chat_id, tasks, version, total)
                     continue

@@ -93,17 +93,10 @@ async def erase_indexes(
     report.messages = len(erased)
     report.nodes = await delete_covering(session, chat_id, erased, _max_level(total))
     # An erased message is an empty, free leaf: put back the ones that existed right away.
-    times = dict(
-        (
-            await session.execute(
-                select(Message.idx, Message.created_at).where(
-                    Message.chat_id == chat_id, Message.idx.in_(leaves)
-                )
-            )
-        )
-        .tuples()
-        .all()
+    rows = await session.execute(
+        select(Message.idx, Message.created_at).where(Message.chat_id == chat_id, Message.idx.in_(leaves))
     )
+    times = {int(idx): created for idx, created in rows}
     await insert_nodes(
         session, chat_id, [NodeWrite((0, i), "", times[i], times[i], by_model=False) for i in leaves]
     )

@@ -45,6 +45,7 @@ class Plan:
     waiting: bool = False  # work remains that is in flight or waiting to be retried
     swapped: bool = False
     forced: bool = False
+    batched: bool = False  # a batch merge finished in this plan (the row went down to VIEW_LOW)
     free_built: int = 0
 
 
@@ -385,6 +386,7 @@ async def plan_chat(
                     state.staged = _json(staged)
                     if ended:
                         state.batch_target = None
+                        plan.batched = True
                 state.staged_ready = state.batch_target is None and not state.needs_repair
         if not state.staged_ready:
             break

@@ -43,7 +43,7 @@ class Target:
     chat: ChatInfo
 
 
-def _file_name(label: str, chat: ChatInfo) -> str:
+def _file_name(chat: ChatInfo) -> str:
     slug = re.sub(r"[^a-z0-9_-]+", "-", chat.name.lower()).strip("-") or str(chat.id)
     return f"memory-{slug[:60]}.txt"
 
@@ -109,7 +109,7 @@ class MemoryAdmin(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         prompt = await self.services.engine.prompt_view(target.chat.id)
         data = prompt.render().encode("utf-8")
-        file = discord.File(io.BytesIO(data), filename=_file_name(target.label, target.chat))
+        file = discord.File(io.BytesIO(data), filename=_file_name(target.chat))
         summary = (
             f"The memory of {target.label} as the model reads it: {plural(len(prompt.row_lines), 'row line')}"
             f" and {plural(len(prompt.tail_lines), 'raw message')} ({len(data):,} bytes)."

@@ -174,7 +174,10 @@ class ReplyCog(commands.Cog):
                 if self.settings.debounce_seconds > 0:
                     await asyncio.sleep(self.settings.debounce_seconds)
                 batch, queue.triggers = queue.triggers, []
-                await self.answer(batch)
+                try:
+                    await self.answer(batch)
+                except Exception as exc:  # never seen; the next turn must still run
+                    log.error("reply.turn_crashed", channel_id=batch[-1].channel.id, error=type(exc).__name__)
         finally:
             queue.worker = None
 
@@ -206,7 +209,6 @@ class ReplyCog(commands.Cog):
                 )
         except Exception as exc:
             log.error("reply.failed", chat_id=chat_id, **ids, error=type(exc).__name__)
-            import traceback; traceback.print_exc()  # DEBUG
             text = SOMETHING_BROKE_NOTE
         finally:
             if result is not None and result.usages:

@@ -93,7 +93,9 @@ async def seed(world: World) -> None:
     world.general_chat = await engine.ensure_chat(
         ChatKey("text", "general", discord_id=world.general.id, guild_id=guild_id)
     )
-    world.other_chat = await engine.ensure_chat(ChatKey("text", "other", discord_id=world.other.id, guild_id=guild_id))
+    world.other_chat = await engine.ensure_chat(
+        ChatKey("text", "other", discord_id=world.other.id, guild_id=guild_id)
+    )
     people = [world.alice, world.bob]
     general = []
     for k in range(64):
@@ -121,7 +123,9 @@ async def build_world(env: simcord.Env) -> World:
     other = guild.create_text_channel("other")
     me = guild.me
     assert me is not None
-    hidden = guild.create_text_channel("hidden", overwrites={me: discord.PermissionOverwrite(read_message_history=False)})
+    hidden = guild.create_text_channel(
+        "hidden", overwrites={me: discord.PermissionOverwrite(read_message_history=False)}
+    )
     empty = guild.create_text_channel("empty")
     world = World(env, bot.services, guild, admin, alice, bob, general, other, hidden, empty)
     world.synced = await bot.tree.sync()
@@ -133,7 +137,9 @@ async def counts(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Any]:
     """What a refused command must not change."""
     async with sessions() as s:
         return {
-            "messages": await s.scalar(select(func.count()).select_from(Message).where(Message.text.is_not(None))),
+            "messages": await s.scalar(
+                select(func.count()).select_from(Message).where(Message.text.is_not(None))
+            ),
             "nodes": await s.scalar(select(func.count()).select_from(TreeNode)),
             "opt_outs": await s.scalar(select(func.count()).select_from(OptOut)),
             "chats": [(c.id, c.logging_paused, c.next_index) for c in (await s.scalars(select(Chat))).all()],

@@ -17,6 +17,7 @@ from typing import Any
 
 import discord
 import simcord
+from simcord.backend.models.message import MessageSticker
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -31,7 +32,6 @@ from memory.engine import MemoryEngine
 from memory.fake_summarizer import FakeSummarizer
 from memory.log import ChatKey, NewMessage
 from memory.models import Message
-from simcord.backend.models.message import MessageSticker
 from tests.fakes.anthropic_api import FakeAnthropic, LogEntry
 
 CONFIG = MemoryConfig(
@@ -60,7 +60,7 @@ BASE_SETTINGS: dict[str, Any] = {
 
 
 def make_settings(**overrides: Any) -> Settings:
-    return Settings(_env_file=None, **{**BASE_SETTINGS, **overrides})  # type: ignore[arg-type]
+    return Settings(_env_file=None, **{**BASE_SETTINGS, **overrides})  # type: ignore[call-arg]
 
 
 def make_services(

@@ -4,6 +4,7 @@ order, before any live message; a database restart while messages flow loses non
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.app import build_services
 from bot.client import EvaBot
-from bot.cogs.ingest import IngestCog
 from bot.database_runtime import Database
 from bot.services import Services
 from bot.settings import Settings
@@ -62,7 +62,8 @@ class DiscordHistory:
 @pytest.fixture
 def history() -> Iterator[DiscordHistory]:
     routes = router._ROUTES["GET"]
-    index = next(i for i, (parts, _) in enumerate(routes) if parts == ["channels", "{channel_id}", "messages"])
+    path = ["channels", "{channel_id}", "messages"]
+    index = next(i for i, (parts, _) in enumerate(routes) if parts == path)
     original, fake = routes[index], DiscordHistory()
     routes[index] = (original[0], fake.handle)
     try:
@@ -71,13 +72,15 @@ def history() -> Iterator[DiscordHistory]:
         routes[index] = original
 
 
-async def texts(sessions: async_sessionmaker[AsyncSession], channel: ChannelHandle, services: Services) -> list[str]:
+async def texts(
+    sessions: async_sessionmaker[AsyncSession], channel: ChannelHandle, services: Services
+) -> list[str]:
     info = await services.engine.chat_by_discord_id(channel.id)
     assert info is not None
     async with sessions() as s:
         rows = await s.scalars(select(Message).where(Message.chat_id == info.id).order_by(Message.idx))
         found = list(rows.all())
-    snowflakes = [r.snowflake for r in found]
+    snowflakes = [r.snowflake or 0 for r in found]
     assert snowflakes == sorted(set(snowflakes)), "logged twice or out of order"
     return [r.text or "" for r in found]
 
@@ -140,8 +143,10 @@ async def test_a_resume_backfills_before_live_messages(
     general = guild.create_text_channel("general")
     alice = guild.add_member(env.create_user("alice"))
     await alice.send(general, "before")
-    cog = env.bot.get_cog("IngestCog")
-    assert isinstance(cog, IngestCog)
+    # (load_extension imports the module anew, so its class is not this module's IngestCog)
+    bot: Any = env.bot
+    cog: Any = bot.get_cog("IngestCog")
+    assert cog is not None
 
     await cog.on_disconnect()
     env.backend.create_message(general.id, alice.id, "missed while disconnected", broadcast=False)
@@ -157,9 +162,11 @@ async def test_a_resume_backfills_before_live_messages(
 
 
 @pytest.fixture
-async def restartable_database(tmp_path: Path) -> AsyncIterator[tuple[EmbeddedPostgres, AsyncEngine]]:
-    """A PostgreSQL server of this test's own, which the test stops and starts."""
-    server = EmbeddedPostgres(tmp_path)
+async def restartable_database() -> AsyncIterator[tuple[EmbeddedPostgres, AsyncEngine]]:
+    """A PostgreSQL server of this test's own, which the test stops and starts. Its folder
+    is not under pytest's tmp_path: pytest runs in other processes prune those folders."""
+    folder = Path(tempfile.mkdtemp(prefix="eva-test-restart-"))
+    server = EmbeddedPostgres(folder)
     engine = make_engine(server.start())
     await migrate.upgrade(engine)
     try:
@@ -167,11 +174,13 @@ async def restartable_database(tmp_path: Path) -> AsyncIterator[tuple[EmbeddedPo
     finally:
         await engine.dispose()
         server.stop()
-        shutil.rmtree(tmp_path / "pg", ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def test_a_database_restart_while_messages_flow_loses_none(
-    restartable_database: tuple[EmbeddedPostgres, AsyncEngine], bot_settings: Settings, history: DiscordHistory
+    restartable_database: tuple[EmbeddedPostgres, AsyncEngine],
+    bot_settings: Settings,
+    history: DiscordHistory,
 ) -> None:
     server, engine = restartable_database
     sessions = make_sessions(engine)

@@ -9,9 +9,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.cogs.people import NO_MEMORY_HERE, address_choices, zoom_text
 from bot.pagination import PAGE_CHARS, paginate
+from bot.settings import Settings
 from memory.errors import BadRequest, UserFacingError
 from memory.models import Message
-from bot.settings import Settings
 from tests.bot.commands_world import (
     EXTENSIONS,
     LONG_MESSAGE_INDEX,
@@ -76,12 +76,22 @@ async def test_bad_arguments_get_one_clear_line_and_change_nothing(
     cases = [
         ("zoom", {"address": "3+2"}, "3+2: the first message of a 2-message line must be a multiple of 2"),
         ("zoom", {"address": "999999+1"}, "999999+1: this chat has only 64 messages (ids 0..63)"),
-        ("zoom", {"address": "banana"}, "'banana' is not a line address: expected id+n with two whole numbers, like 40+8"),
+        (
+            "zoom",
+            {"address": "banana"},
+            "'banana' is not a line address: expected id+n with two whole numbers, like 40+8",
+        ),
         ("recall", {"query": "   "}, "recall needs at least one word to search for"),
     ]
     for name, options, expected in cases:
+        sent = len(world.env.http_requests)
         result = await world.alice.slash(world.general, name, **options)
         assert reply_text(result) == expected
+        # recall defers first (callback type 5), so its error arrives as the followup
+        callbacks = [
+            (r.json or {}).get("type") for r in world.env.http_requests[sent:] if r.path.endswith("/callback")
+        ]
+        assert callbacks == ([5] if name == "recall" else [4])
         assert not result.followups or result.followups[0].id == result.response.id  # type: ignore[union-attr]
     assert all(isinstance(e, BadRequest) for e in causes(world.env.errors))
     assert await counts(sessions) == before
@@ -107,8 +117,19 @@ async def test_zoom_autocomplete_offers_this_rows_addresses(world: World) -> Non
 
 def test_address_choices_prefers_prefixes_and_caps_at_25() -> None:
     addresses = [f"{k}+1" for k in range(40)]
-    assert [c.value for c in address_choices(addresses, "3")] == ["3+1", "30+1", "31+1", "32+1", "33+1", "34+1",
-                                                                  "35+1", "36+1", "37+1", "38+1", "39+1"]
+    assert [c.value for c in address_choices(addresses, "3")] == [
+        "3+1",
+        "30+1",
+        "31+1",
+        "32+1",
+        "33+1",
+        "34+1",
+        "35+1",
+        "36+1",
+        "37+1",
+        "38+1",
+        "39+1",
+    ]
     assert len(address_choices(addresses, "")) == 25
     assert [c.value for c in address_choices(["0+8", "8+4"], "+4")] == ["8+4"]
 
@@ -127,6 +148,12 @@ async def test_a_long_answer_pages_with_buttons_only_the_asker_can_press(world: 
         await world.alice.click(result.response, label="Next")  # type: ignore[arg-type]
     await world.alice.click(result.response, label="Previous")  # type: ignore[arg-type]
     assert reply_text(result) == pages[0]
+    # A deferred answer (recall) pages the same way: the buttons sit on the followup.
+    found = await world.bob.slash(world.general, "recall", query="canoe")
+    first = reply_text(found)
+    assert first.startswith("Hit 1: message #")
+    await world.bob.click(found.response, label="Next")  # type: ignore[arg-type]
+    assert reply_text(found) != first and "Hit " in reply_text(found)
 
 
 def test_paginate_keeps_lines_whole_and_cuts_only_overlong_ones() -> None:
@@ -163,7 +190,9 @@ async def test_forget_me_erases_only_after_the_owner_confirms(
     assert "(erased)" in shown and "alice" not in shown
 
 
-async def test_forget_me_cancel_changes_nothing(world: World, sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_forget_me_cancel_changes_nothing(
+    world: World, sessions: async_sessionmaker[AsyncSession]
+) -> None:
     before = await counts(sessions)
     result = await world.alice.slash(world.general, "forget-me", stop_remembering=True)
     await world.alice.click(result.response, label="Cancel")  # type: ignore[arg-type]
@@ -171,7 +200,9 @@ async def test_forget_me_cancel_changes_nothing(world: World, sessions: async_se
     assert await counts(sessions) == before
 
 
-async def test_opting_out_lasts_until_remember_me(world: World, sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_opting_out_lasts_until_remember_me(
+    world: World, sessions: async_sessionmaker[AsyncSession]
+) -> None:
     async def texts_by_bob() -> list[str]:
         assert await world.ingest.flush(timeout=5)
         async with sessions() as s:
@@ -253,3 +284,34 @@ async def test_an_interaction_that_is_gone_is_dropped_without_raising(world: Wor
     assert result.response is None
     assert [type(e) for e in causes(world.env.errors)] == [BadRequest]  # only the bad address itself
     assert any(e["event"] == "interaction.gone" and e["code"] == 10062 for e in logs)
+
+
+def test_error_sentences_by_kind() -> None:
+    from discord import app_commands
+
+    from bot.tree import NEED_MANAGE_SERVER, OUT_OF_DATE, SERVER_ONLY, message_for
+
+    assert message_for(BadRequest("recall needs at least one word")) == "recall needs at least one word"
+    assert message_for(app_commands.MissingPermissions(["manage_guild"])) == NEED_MANAGE_SERVER
+    assert message_for(app_commands.NoPrivateMessage()) == SERVER_ONLY
+    assert message_for(app_commands.CommandNotFound("zoom", [])) == OUT_OF_DATE
+    assert message_for(RuntimeError("a bug")) is None  # ours: logged, answered with the apology
+
+
+async def test_zoom_text_joins_every_page_of_a_very_long_message(world: World) -> None:
+    from datetime import timedelta
+
+    from memory.log import NewMessage
+    from tests.bot.commands_world import START
+
+    long = " ".join(f"w{n}" for n in range(2500))  # ~13,400 characters: 4 engine pages of 4,000
+    moment = START + timedelta(days=1)
+    [index] = await world.engine.append_many(
+        world.other_chat, [NewMessage("alice", moment, long, author_id=1)]
+    )
+    assert "(page 1 of 4 of message #7." in await world.engine.zoom_address(world.other_chat, "7+1")
+    whole = await zoom_text(world.engine, world.other_chat, f"{index}+1")
+    assert whole == f"#7 2026-01-06 09:00 alice: {long}"
+    pages = paginate(whole)
+    assert all(len(p) <= PAGE_CHARS for p in pages) and len(pages) >= len(whole) / PAGE_CHARS
+    assert " ".join(pages) == whole  # one long line, cut at spaces: nothing lost

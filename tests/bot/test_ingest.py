@@ -5,6 +5,9 @@ memory with them."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import discord
 import pytest
 import simcord
@@ -13,6 +16,7 @@ from simcord.enums import MessageType as SimMessageType
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.scheduler import CompactionScheduler
 from bot.services import Services
 from bot.settings import Settings
 from memory.engine import MemoryEngine
@@ -230,3 +234,57 @@ async def test_gone_channels_threads_and_guilds_take_their_memory(
     assert {c.name for c in await services.engine.list_chats()} == {"random"}
     async with sessions() as s:
         assert await s.scalar(select(func.count()).select_from(Message)) == 1
+
+
+# --- the scheduler: chats ingest marked are compacted at the next tick -------------------------
+
+
+async def test_one_scheduler_step_compacts_what_ingest_logged(
+    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    env = simcord_env
+    guild = env.create_guild()
+    general = guild.create_text_channel("general")
+    alice = guild.add_member(env.create_user("alice"))
+    for k in range(24):
+        await alice.send(general, f"message number {k} about the boat trip and the snacks")
+    scheduler = services.scheduler
+    assert scheduler is not None and not scheduler.running  # tests step it by hand
+    first = await scheduler.step()
+    assert first.chats == 1 and first.calls > 0 and first.swaps == 1
+    view = await services.engine.prompt_view(await chat_of(services.engine, general))
+    assert view.row_lines and view.boundary > 0  # the memory row now summarizes the start
+    again = await scheduler.step()
+    assert again.calls == 0 and again.swaps == 0  # nothing new: nothing to do
+
+
+class HangingCompactor:
+    """A compaction call that never answers (a hung model call)."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = False
+
+    async def chats_with_work(self) -> list[int]:
+        return [1]
+
+    async def run(self, chat_id: int) -> Any:
+        self.started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+
+
+async def test_the_scheduler_ticks_by_itself_and_stop_cancels_a_hung_tick(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    compactor = HangingCompactor()
+    scheduler = CompactionScheduler(compactor, sessions, interval=0.05)  # type: ignore[arg-type]
+    scheduler.start()
+    async with asyncio.timeout(5):
+        await compactor.started.wait()  # the first tick runs at once, on its own
+    async with asyncio.timeout(2):
+        await scheduler.stop(grace=0.1)
+    assert compactor.cancelled and not scheduler.running

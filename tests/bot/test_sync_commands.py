@@ -32,17 +32,24 @@ async def fake() -> AsyncIterator[FakeDiscord]:
     original = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
     async with FakeDiscord() as d:
         yield d
-    assert (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY) == original
+    assert original == (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+
+
+def fake_settings(fake: FakeDiscord) -> Settings:
+    values = {"discord_token": "test-token", "discord_api_base": fake.api_base}
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg, arg-type]
 
 
 def command_puts(fake: FakeDiscord) -> list[str]:
     return [r["path"] for r in fake.requests("PUT", "/applications/") if r["path"].endswith("/commands")]
 
 
-async def test_sync_commands_registers_in_one_guild(fake: FakeDiscord, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_sync_commands_registers_in_one_guild(
+    fake: FakeDiscord, capsys: pytest.CaptureFixture[str]
+) -> None:
     parser, handlers = build_parser()
     args = parser.parse_args(["sync-commands", "--guild", str(fake.ids.guild)])
-    settings = Settings(_env_file=None, discord_token="test-token", discord_api_base=fake.api_base)  # type: ignore[call-arg]
+    settings = fake_settings(fake)
     assert await handlers[args.command](args, settings) == 0
     assert command_puts(fake) == [f"/applications/{fake.ids.application}/guilds/{fake.ids.guild}/commands"]
     listed = fake.commands.listed(fake.ids.guild)
@@ -86,19 +93,23 @@ async def test_a_refused_guild_is_one_clear_line(fake: FakeDiscord) -> None:
     from bot.cli_discord import sync_commands
     from bot.errors import CliError
 
-    settings = Settings(_env_file=None, discord_token="test-token", discord_api_base=fake.api_base)  # type: ignore[call-arg]
+    settings = fake_settings(fake)
     with pytest.raises(CliError):
         await sync_commands(settings, 4242)  # a server the bot is not in
     with pytest.raises(CliError, match="DISCORD_TOKEN is not set"):
-        await sync_commands(Settings(_env_file=None), None)
+        await sync_commands(Settings(_env_file=None), None)  # type: ignore[call-arg]
     assert fake.commands.listed() == []
 
 
 async def test_a_normal_start_does_not_sync(fake: FakeDiscord, services: Services) -> None:
-    previous = point_discord_at(fake.api_base, fake.gateway_url)
-    bot = EvaBot(services, guild_ready_timeout=0.05)
+    bot = EvaBot(services, guild_ready_timeout=0.05)  # every extension, as `eva run` loads them
     ready = asyncio.Event()
-    bot.add_listener(lambda: _set(ready), "on_ready")
+
+    async def on_ready() -> None:
+        ready.set()
+
+    bot.add_listener(on_ready)
+    previous = point_discord_at(fake.api_base, fake.gateway_url)
     runner = asyncio.create_task(bot.start("test-token"))
     try:
         await asyncio.wait_for(ready.wait(), TIMEOUT_S)
@@ -111,7 +122,3 @@ async def test_a_normal_start_does_not_sync(fake: FakeDiscord, services: Service
         await bot.close()
         await asyncio.wait_for(runner, TIMEOUT_S)
         restore_discord_endpoints(previous)
-
-
-async def _set(event: asyncio.Event) -> None:
-    event.set()

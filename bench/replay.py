@@ -1,0 +1,290 @@
+"""Replay a chat corpus through the real memory engine and print what it cost.
+
+    python -m bench.replay --corpus ../shared/data/irc/ubuntu-meeting.jsonl --json
+
+Each message is appended through the real log on a real PostgreSQL (a fresh embedded
+server unless --database-url), with simulated time taken from the message's date, and the
+compactor runs with the deterministic fake summarizer (its size model is printed with the
+figures, since every calls-per-message figure depends on it). The invariants of the row are
+checked after every swap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.log_setup import configure_logging
+from memory import migrate
+from memory.clock import SimulatedClock
+from memory.compactor import Compactor
+from memory.config import MemoryConfig
+from memory.database import create_database, make_engine, make_sessions, with_database
+from memory.embedded import EmbeddedPostgres
+from memory.fake_summarizer import FakeSummarizer, size_model_description
+from memory.importers import read_any
+from memory.log import ChatKey, NewMessage, append, ensure_chat, range_bytes, tail_line_bytes
+from memory.models import MemoryRow, TreeNode
+from memory.nodes import fetch
+from memory.render import row_line_bytes
+from memory.row import is_tiling, mergeable_pairs
+
+
+@dataclass
+class ReplayResult:
+    corpus: str
+    messages: int = 0
+    model_calls: int = 0
+    summarize_calls: int = 0
+    model_tasks: int = 0
+    calls_per_message: float = 0.0
+    free_node_share: float = 0.0
+    swaps: int = 0
+    forced_swaps: int = 0
+    max_row_bytes: int = 0
+    max_tail_bytes: int = 0
+    max_prompt_bytes: int = 0
+    invariant_violations: int = 0
+    violations: list[str] = field(default_factory=list)
+    failed_calls: int = 0
+    converged: bool = True
+    seconds: float = 0.0
+    size_model: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["violations"] = self.violations[:20]
+        return out
+
+
+async def check_row(
+    sessions: async_sessionmaker[AsyncSession],
+    chat_id: int,
+    config: MemoryConfig,
+    result: ReplayResult,
+    *,
+    after_batch: bool = False,
+) -> int:
+    """Check the invariants of the shown row (or, right after a batch, of the staged row it
+    produced, which must be down to VIEW_LOW); returns the checked row's bytes."""
+    async with sessions() as session:
+        state = (await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id))).scalar_one()
+        staged = after_batch and state.staged is not None
+        parts = [(int(a), int(b)) for a, b in (state.staged if staged else state.shown)]
+        boundary = int((state.staged_boundary or 0) if staged else state.boundary)
+        records = await fetch(session, chat_id, parts)
+    problems = []
+    if not is_tiling(parts, boundary):
+        problems.append(f"row does not tile [0, {boundary})")
+    missing = [p for p in parts if p not in records]
+    if missing:
+        problems.append(f"{len(missing)} row parts are not built")
+    size = sum(row_line_bytes(records[p].info(), "UTC") for p in parts if p in records)
+    if size > config.view_high:
+        problems.append(f"row is {size} bytes, over VIEW_HIGH {config.view_high}")
+    if after_batch and size > config.view_low and mergeable_pairs(parts):
+        problems.append(f"row is {size} bytes after its batch, over VIEW_LOW {config.view_low}")
+    async with sessions() as session:
+        oversize = (
+            await session.execute(
+                select(TreeNode.level, TreeNode.idx, TreeNode.bytes, TreeNode.tries, TreeNode.by_model).where(
+                    TreeNode.chat_id == chat_id, TreeNode.bytes > config.node_bytes
+                )
+            )
+        ).all()
+    for level, idx, nbytes, node_tries, by_model in oversize:
+        if not by_model or node_tries < config.tries:
+            problems.append(f"node ({level},{idx}) is {nbytes} bytes after {node_tries} tries")
+    result.violations.extend(problems)
+    result.invariant_violations += len(problems)
+    return size
+
+
+async def replay(
+    corpus: Path,
+    *,
+    database_url: str,
+    limit: int | None = None,
+    config: MemoryConfig | None = None,
+    fail_rate: float = 0.0,
+    overshoot_rate: float = 0.0,
+) -> ReplayResult:
+    config = config or MemoryConfig()
+    engine = make_engine(database_url)
+    await migrate.upgrade(engine)
+    sessions = make_sessions(engine)
+    summarizer = FakeSummarizer(
+        overshoot_rate=overshoot_rate, fail_rate=fail_rate, node_bytes=config.node_bytes, tries=config.tries
+    )
+    clock = SimulatedClock()
+    compactor = Compactor(sessions, config, summarizer, clock)
+    result = ReplayResult(
+        corpus=corpus.name, size_model=size_model_description(config.node_bytes, overshoot_rate)
+    )
+    started = time.perf_counter()
+    try:
+        async with sessions() as session, session.begin():
+            chat_id = await ensure_chat(session, ChatKey(kind="imported", name=f"replay:{corpus.name}"))
+        row_bytes = tail = 0
+        previous = None
+        quiet = timedelta(seconds=config.quiet_seconds)
+        for count, record in enumerate(read_any(corpus)):
+            if limit is not None and count >= limit:
+                break
+            clock.set(record.created_at)
+            # A quiet swap can only fall due in a gap of QUIET or more; skip the cheap check otherwise.
+            if previous is not None and record.created_at - previous >= quiet:
+                row_bytes, tail = await _run(compactor, sessions, chat_id, config, result, row_bytes, tail)
+            async with sessions() as session, session.begin():
+                index = await append(
+                    session,
+                    chat_id,
+                    NewMessage(
+                        author_name=record.author_name,
+                        created_at=record.created_at,
+                        content=record.content,
+                        author_id=record.author_id,
+                        is_bot=record.is_bot,
+                        attachments=record.attachments,
+                    ),
+                )
+            assert index is not None
+            tail += tail_line_bytes(index, record.author_name, record.content)
+            result.max_tail_bytes = max(result.max_tail_bytes, tail)
+            result.max_prompt_bytes = max(result.max_prompt_bytes, row_bytes + tail)
+            row_bytes, tail = await _run(compactor, sessions, chat_id, config, result, row_bytes, tail)
+            previous = record.created_at
+            result.messages += 1
+        # The end of the corpus: let the compactor finish, as a quiet night would.
+        clock.advance(config.quiet_seconds + 1)
+        report = await compactor.run(chat_id, until_idle=True)
+        if report.batches:
+            await check_row(sessions, chat_id, config, result, after_batch=True)
+        if report.swaps:
+            result.swaps += report.swaps
+            await check_row(sessions, chat_id, config, result)
+        async with sessions() as session:
+            state = (
+                await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id))
+            ).scalar_one()
+            result.converged = (
+                state.staged is None
+                and not state.needs_repair
+                and (await range_bytes(session, chat_id, state.boundary) <= config.tail_start)
+            )
+            built = (
+                await session.execute(
+                    select(func.count(), func.count().filter(TreeNode.by_model.is_(False))).where(
+                        TreeNode.chat_id == chat_id
+                    )
+                )
+            ).one()
+            result.free_node_share = round(built[1] / max(built[0], 1), 4)
+    finally:
+        await engine.dispose()
+    # Billed requests: a too-long retry is a second request in the same conversation.
+    result.model_calls = summarizer.usage.calls
+    result.summarize_calls = summarizer.calls
+    result.model_tasks = summarizer.tasks
+    result.failed_calls = summarizer.failed_calls
+    result.calls_per_message = round(result.model_calls / max(result.messages, 1), 4)
+    result.seconds = round(time.perf_counter() - started, 1)
+    return result
+
+
+async def _run(
+    compactor: Compactor,
+    sessions: async_sessionmaker[AsyncSession],
+    chat_id: int,
+    config: MemoryConfig,
+    result: ReplayResult,
+    row_bytes: int,
+    tail: int,
+) -> tuple[int, int]:
+    report = await compactor.run(chat_id)
+    if report.batches:
+        await check_row(sessions, chat_id, config, result, after_batch=True)
+    if not report.swaps:
+        return row_bytes, tail
+    result.swaps += report.swaps
+    result.forced_swaps += report.forced_swaps
+    row_bytes = await check_row(sessions, chat_id, config, result)
+    async with sessions() as session:
+        boundary = await session.scalar(select(MemoryRow.boundary).where(MemoryRow.chat_id == chat_id))
+        tail = await range_bytes(session, chat_id, int(boundary or 0))
+    result.max_row_bytes = max(result.max_row_bytes, row_bytes)
+    return row_bytes, tail
+
+
+async def _fresh_database(url: str | None) -> tuple[str, EmbeddedPostgres | None]:
+    """A new database for one replay: on the given server, or on a throwaway embedded one."""
+    if url:
+        name = f"eva_replay_{int(time.time() * 1000)}"
+        await create_database(url, name)
+        return with_database(url, name), None
+    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="eva-replay-")), delete_on_stop=True)
+    return server.start(database="replay"), server
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.replay", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="JSONL or DiscordChatExporter JSON")
+    parser.add_argument("--limit", type=int, help="replay only the first N messages")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--database-url", help="a PostgreSQL server to create the replay database on")
+    parser.add_argument("--fail-rate", type=float, default=0.0, help="share of summarizer calls that fail")
+    parser.add_argument(
+        "--overshoot-rate",
+        type=float,
+        default=0.0,
+        help="share of first tries that overshoot the 512-byte limit",
+    )
+    parser.add_argument("--tasks-per-call", type=int, default=MemoryConfig().tasks_per_call)
+    return parser.parse_args(argv)
+
+
+async def main_async(args: argparse.Namespace) -> ReplayResult:
+    url, server = await _fresh_database(args.database_url)
+    try:
+        config = MemoryConfig(tasks_per_call=args.tasks_per_call)
+        return await replay(
+            args.corpus,
+            database_url=url,
+            limit=args.limit,
+            config=config,
+            fail_rate=args.fail_rate,
+            overshoot_rate=args.overshoot_rate,
+        )
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging("console", "WARNING")  # stdout carries only the figures
+    if not args.corpus.is_file():
+        print(f"no such corpus: {args.corpus}", file=sys.stderr)
+        return 2
+    result = asyncio.run(main_async(args))
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        for key, value in result.as_json().items():
+            print(f"{key}: {value}")
+    return 0 if result.invariant_violations == 0 and result.converged else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

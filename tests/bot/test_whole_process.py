@@ -1,0 +1,271 @@
+"""The whole process (issue 4 acceptance 8, and the foundation's kill -9 check): the real
+`eva run` as a subprocess against the local Discord fake (gateway + REST over TCP), the
+Anthropic fake and real PostgreSQL. Nothing is patched inside the bot: it is pointed at the
+fakes by its settings (DISCORD_API_BASE, DISCORD_GATEWAY_URL, ANTHROPIC_BASE_URL)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.config import MemoryConfig
+from memory.database import make_engine, make_sessions
+from memory.embedded import asyncpg_url
+from memory.engine import MemoryEngine
+from memory.log import ChatKey, NewMessage
+from memory.models import Message
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.discord_api import FakeDiscord
+
+REPO = Path(__file__).resolve().parents[2]
+READY_SECONDS = 30.0  # first start with the embedded database: initdb + migrations, ~5 s here
+T = TypeVar("T")
+
+
+class EvaProcess:
+    """`python -m bot.cli run` (or another command), its JSON log lines collected as they come."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.events: list[dict[str, Any]] = []
+        self.raw: list[str] = []
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.proc.stderr is not None
+        async for line in self.proc.stderr:
+            text = line.decode(errors="replace").rstrip()
+            self.raw.append(text)
+            with contextlib.suppress(ValueError):
+                self.events.append(json.loads(text))
+
+    async def wait_for(self, event: str, within: float = READY_SECONDS) -> dict[str, Any]:
+        async with asyncio.timeout(within):
+            while True:
+                for entry in self.events:
+                    if entry.get("event") == event:
+                        return entry
+                if self.proc.returncode is not None:
+                    last_lines = "\n".join(self.raw[-30:])
+                    raise AssertionError(f"eva exited ({self.proc.returncode}):\n{last_lines}")
+                await asyncio.sleep(0.05)
+
+    async def terminate(self, within: float = 20.0) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(within):
+            code = await self.proc.wait()
+            await self._reader
+        return code
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.kill()
+
+
+async def start_eva(cwd: Path, environment: dict[str, str], command: str = "run") -> EvaProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "DISCORD_", "ANTHROPIC_"))}
+    env.update(environment, LOG_FORMAT="json", LOG_LEVEL="INFO", PYTHONPATH=str(REPO))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", command, cwd=cwd, env=env, stderr=asyncio.subprocess.PIPE
+    )
+    return EvaProcess(proc)
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], within: float = 10.0) -> T:
+    async with asyncio.timeout(within):
+        while True:
+            result = await check()
+            if result:
+                return result
+            await asyncio.sleep(0.05)
+
+
+async def logged_message(sessions: async_sessionmaker[AsyncSession], snowflake: int) -> Message | None:
+    async with sessions() as s:
+        return await s.scalar(select(Message).where(Message.snowflake == snowflake))
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """The process's working folder (and DATA_DIR under it). Not pytest's tmp_path: pytest
+    runs in other processes prune those folders, embedded database included."""
+    folder = Path(tempfile.mkdtemp(prefix="eva-test-process-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+async def fakes() -> AsyncIterator[tuple[FakeDiscord, FakeAnthropic]]:
+    async with FakeDiscord() as discord_fake, FakeAnthropic() as anthropic_fake:
+        yield discord_fake, anthropic_fake
+
+
+def endpoints(discord_fake: FakeDiscord, anthropic_fake: FakeAnthropic, data_dir: Path) -> dict[str, str]:
+    return {
+        "DISCORD_TOKEN": "fake-token",
+        "DISCORD_API_BASE": discord_fake.api_base,
+        "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": anthropic_fake.base_url,
+        "DATA_DIR": str(data_dir),
+        "DEBOUNCE_SECONDS": "0.1",
+    }
+
+
+async def test_eva_run_logs_answers_and_erases(
+    fakes: tuple[FakeDiscord, FakeAnthropic],
+    database_url: str,
+    sessions: async_sessionmaker[AsyncSession],
+    workdir: Path,
+) -> None:
+    discord_fake, anthropic_fake = fakes
+    ids = discord_fake.ids
+    environment = endpoints(discord_fake, anthropic_fake, workdir / "data")
+    eva = await start_eva(workdir, {**environment, "DATABASE_URL": database_url})
+    try:
+        ready = await eva.wait_for("bot.ready")
+        assert ready["user_id"] == ids.bot and ready["guilds"] == 1
+
+        hello = discord_fake.chat.post_user_message(ids.general, ids.alice, "hello from alice")
+        row = await eventually(lambda: logged_message(sessions, int(hello["id"])))
+        assert row.text == "hello from alice" and row.author_name == "alice"
+
+        if not (REPO / "bot" / "cogs" / "reply.py").is_file():
+            pytest.skip("bot/cogs/reply.py (the reply extension) is not there yet")
+        asked = discord_fake.chat.post_user_message(ids.general, ids.alice, f"<@{ids.bot}> how are you?")
+
+        async def bot_reply() -> dict[str, Any] | None:
+            messages = discord_fake.world.channel_messages(ids.general)
+            mine = [m for m in messages if int(m["author"]["id"]) == ids.bot]
+            return mine[-1] if mine else None
+
+        reply = await eventually(bot_reply, within=15)
+        assert reply["content"].startswith("Fake reply")
+        assert reply["message_reference"]["message_id"] == asked["id"]
+        assert anthropic_fake.requests("reply"), "the answer came from the model"
+        logged_reply = await eventually(lambda: logged_message(sessions, int(reply["id"])))
+        # Through ingest like any message: "(reply to #1)" points at the question, message #1.
+        assert logged_reply.is_bot and logged_reply.text == reply["content"] + " (reply to #1)"
+
+        discord_fake.chat.delete_message(int(hello["id"]))
+
+        async def erased() -> Message | None:
+            found = await logged_message(sessions, int(hello["id"]))
+            return found if found is not None and found.erased_at is not None else None
+
+        gone = await eventually(erased)
+        assert gone.text is None and gone.author_name is None and gone.author_id is None
+        assert await eva.terminate() == 0
+        assert any(e.get("event") == "bot.stopped" for e in eva.events)
+        assert not any("Traceback" in line for line in eva.raw)
+    finally:
+        eva.kill()
+
+
+def postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def test_eva_run_starts_cleanly_after_kill_9(
+    fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path
+) -> None:
+    discord_fake, anthropic_fake = fakes
+    ids = discord_fake.ids
+    data_dir = workdir / "data"
+    environment = endpoints(discord_fake, anthropic_fake, data_dir)  # no DATABASE_URL: embedded
+    pgdata = (data_dir / "pg").resolve()
+    first = await start_eva(workdir, environment)
+    second: EvaProcess | None = None
+    engine = make_engine(asyncpg_url(f"postgresql://postgres@/postgres?host={pgdata}", "eva"))
+    sessions = make_sessions(engine)
+    try:
+        await first.wait_for("bot.ready")
+        before = discord_fake.chat.post_user_message(ids.general, ids.alice, "logged before the crash")
+        await eventually(lambda: logged_message(sessions, int(before["id"])))
+        await engine.dispose()  # our connections must not outlive the server
+        first.proc.kill()  # SIGKILL: no finally block runs, the database server is orphaned
+        await first.proc.wait()
+        assert postmaster_pid(pgdata) is not None, "the orphaned server should still be running"
+        missed = discord_fake.chat.post_user_message(ids.general, ids.bob, "said while eva was dead")
+
+        second = await start_eva(workdir, environment)
+        await second.wait_for("bot.ready")
+        row = await eventually(lambda: logged_message(sessions, int(missed["id"])))
+        assert row.text == "said while eva was dead"  # backfilled: the channel was logged before
+        await engine.dispose()
+        assert await second.terminate() == 0
+        assert not any("Traceback" in line for line in first.raw + second.raw)
+
+        async def server_stopped() -> bool:
+            return postmaster_pid(pgdata) is None
+
+        await eventually(server_stopped)
+    finally:
+        await engine.dispose()
+        for process in (first, second):
+            if process is not None:
+                process.kill()
+        pid = postmaster_pid(pgdata)
+        if pid is not None:  # a failed run left our own server behind: stop it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+async def test_eva_worker_compacts_what_another_process_logged(
+    fakes: tuple[FakeDiscord, FakeAnthropic],
+    database_url: str,
+    sessions: async_sessionmaker[AsyncSession],
+    workdir: Path,
+) -> None:
+    _, anthropic_fake = fakes
+    small = {  # sizes at which 30 short messages make a batch of summary lines
+        "NODE_BYTES": "64", "TAIL_START": "300", "TAIL_KEEP": "60", "TAIL_FORCE": "600",
+        "VIEW_HIGH": "500", "VIEW_LOW": "250", "QUIET": "0",
+    }  # fmt: skip
+    engine = MemoryEngine(sessions, MemoryConfig())
+    chat_id = await engine.ensure_chat(ChatKey("text", "general", discord_id=42, guild_id=7))
+    start = datetime(2026, 5, 1, tzinfo=UTC)
+    messages = [
+        NewMessage("alice", start + timedelta(minutes=k), f"message {k} about the boat trip", snowflake=k + 1)
+        for k in range(30)
+    ]
+    await engine.append_many(chat_id, messages)
+    environment = {
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": anthropic_fake.base_url,
+        "DATABASE_URL": database_url,
+        **small,
+    }
+    worker = await start_eva(workdir, environment, "worker")
+    try:
+        await worker.wait_for("worker.started")
+
+        async def swapped() -> bool:
+            return (await engine.prompt_view(chat_id)).boundary > 0
+
+        await eventually(swapped, within=15)
+        assert anthropic_fake.requests("compact"), "lines were written by the model"
+        assert await worker.terminate() == 0
+        assert any(e.get("event") == "worker.stopped" for e in worker.events)
+    finally:
+        worker.kill()
