@@ -86,7 +86,10 @@ async def insert_nodes(session: AsyncSession, chat_id: int, writes: Iterable[Nod
     # 1,000 rows x 15 columns stays under asyncpg's 32,767 bind parameters per statement.
     for first in range(0, len(values), 1000):
         result = await session.execute(
-            insert(TreeNode).values(values[first : first + 1000]).on_conflict_do_nothing().returning(TreeNode.idx)
+            insert(TreeNode)
+            .values(values[first : first + 1000])
+            .on_conflict_do_nothing()
+            .returning(TreeNode.idx)
         )
         inserted += len(result.all())
     return inserted

@@ -16,8 +16,14 @@ REPO = Path(__file__).resolve().parent.parent
 def run(tmp: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DISCORD_TOKEN", "ANTHROPIC_API_KEY", "DATA_DIR")}
     env.update(PYTHONPATH=str(REPO), DATABASE_URL=url, LOG_LEVEL="WARNING")
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=tmp, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -63,7 +69,9 @@ def test_import_view_zoom_recall_on_the_rust_export(tmp_path: Path, cli_db: str,
     assert "multiple of 2" in one_line_error(run(tmp_path, cli_db, "zoom", "--chat", "rust", "3+2"))
     assert "only 3576" in one_line_error(run(tmp_path, cli_db, "zoom", "--chat", "rust", "999999+1"))
     assert "no chat named" in one_line_error(run(tmp_path, cli_db, "view", "--chat", "nope"))
-    assert "already has 3576" in one_line_error(run(tmp_path, cli_db, "import", str(export), "--chat", "rust"))
+    assert "already has 3576" in one_line_error(
+        run(tmp_path, cli_db, "import", str(export), "--chat", "rust")
+    )
     assert "no such file" in one_line_error(run(tmp_path, cli_db, "import", "missing.json", "--chat", "x"))
     assert run(tmp_path, cli_db, "view", "--chat", "rust").stdout == before
 

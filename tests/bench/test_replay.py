@@ -14,8 +14,9 @@ from tests.memory.helpers import SMALL
 async def _replay(admin_url: str, name: str, corpus: Path, **kwargs: float) -> dict[str, object]:
     await create_database(admin_url, name)
     try:
-        result = await replay(corpus, database_url=with_database(admin_url, name), limit=700, config=SMALL,
-                              **kwargs)  # type: ignore[arg-type]
+        result = await replay(
+            corpus, database_url=with_database(admin_url, name), limit=700, config=SMALL, **kwargs
+        )  # type: ignore[arg-type]
     finally:
         await drop_database(admin_url, name)
     return result.as_json()
@@ -30,11 +31,17 @@ async def test_replay_holds_the_invariants(postgres_admin_url: str, shared_data:
     assert int(out["max_tail_bytes"]) <= SMALL.tail_force + 600  # type: ignore[call-overload]
 
 
-async def test_replay_converges_with_a_failing_overshooting_summarizer(postgres_admin_url: str,
-                                                                        shared_data: Path) -> None:
+async def test_replay_converges_with_a_failing_overshooting_summarizer(
+    postgres_admin_url: str, shared_data: Path
+) -> None:
     clean = await _replay(postgres_admin_url, "eva_replay_ref", shared_data / "irc" / "rust.jsonl")
-    faulty = await _replay(postgres_admin_url, "eva_replay_faulty", shared_data / "irc" / "rust.jsonl",
-                           fail_rate=0.3, overshoot_rate=0.5)
+    faulty = await _replay(
+        postgres_admin_url,
+        "eva_replay_faulty",
+        shared_data / "irc" / "rust.jsonl",
+        fail_rate=0.3,
+        overshoot_rate=0.5,
+    )
     assert int(faulty["failed_calls"]) > 0  # type: ignore[call-overload]
     assert faulty["invariant_violations"] == 0, faulty["violations"]
     assert faulty["converged"], "every staged row must end up swapped in"

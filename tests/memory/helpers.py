@@ -16,32 +16,54 @@ from memory.fake_summarizer import FakeSummarizer
 from memory.log import ChatKey, NewMessage
 
 SMALL = MemoryConfig(
-    view_high=4000, view_low=2000, tail_start=2000, tail_keep=500, tail_force=4000, tail_cap=6000,
-    quiet_seconds=1800, jobs=4, tasks_per_call=2, context_grid=1000,
+    view_high=4000,
+    view_low=2000,
+    tail_start=2000,
+    tail_keep=500,
+    tail_force=4000,
+    tail_cap=6000,
+    quiet_seconds=1800,
+    jobs=4,
+    tasks_per_call=2,
+    context_grid=1000,
 )
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PEOPLE = ("Pia", "Max", "Lo")
 
 
-def make_engine(sessions: async_sessionmaker[AsyncSession], config: MemoryConfig = SMALL,
-                summarizer: FakeSummarizer | None = None) -> tuple[MemoryEngine, FakeSummarizer, SimulatedClock]:
+def make_engine(
+    sessions: async_sessionmaker[AsyncSession],
+    config: MemoryConfig = SMALL,
+    summarizer: FakeSummarizer | None = None,
+) -> tuple[MemoryEngine, FakeSummarizer, SimulatedClock]:
     summarizer = summarizer or FakeSummarizer(node_bytes=config.node_bytes, tries=config.tries)
     clock = SimulatedClock(START)
     compactor = Compactor(sessions, config, summarizer, clock)
     return MemoryEngine(sessions, config, compactor=compactor, clock=clock), summarizer, clock
 
 
-def message(k: int, text: str | None = None, author: str | None = None, *, snowflake: bool = True) -> NewMessage:
+def message(
+    k: int, text: str | None = None, author: str | None = None, *, snowflake: bool = True
+) -> NewMessage:
     who = author or PEOPLE[k % len(PEOPLE)]
     body = text if text is not None else f"message {k} from {who} about padel and plans number {k * 7}"
     return NewMessage(
-        author_name=who, author_id=1000 + PEOPLE.index(who) if who in PEOPLE else 4242,
-        created_at=START + timedelta(minutes=k), content=body, snowflake=(10_000 + k) if snowflake else None,
+        author_name=who,
+        author_id=1000 + PEOPLE.index(who) if who in PEOPLE else 4242,
+        created_at=START + timedelta(minutes=k),
+        content=body,
+        snowflake=(10_000 + k) if snowflake else None,
     )
 
 
-async def fill(engine: MemoryEngine, clock: SimulatedClock, chat_id: int, messages: Sequence[NewMessage],
-               *, compact_every: int = 1) -> None:
+async def fill(
+    engine: MemoryEngine,
+    clock: SimulatedClock,
+    chat_id: int,
+    messages: Sequence[NewMessage],
+    *,
+    compact_every: int = 1,
+) -> None:
     """Append with simulated time, letting the compactor work as the bot's scheduler would."""
     for k, msg in enumerate(messages):
         clock.set(msg.created_at)
@@ -56,5 +78,7 @@ async def settle(engine: MemoryEngine, clock: SimulatedClock, chat_id: int) -> N
     await engine.compact(chat_id, until_idle=True)
 
 
-async def new_chat(engine: MemoryEngine, name: str = "general", guild_id: int = 77, discord_id: int = 555) -> int:
+async def new_chat(
+    engine: MemoryEngine, name: str = "general", guild_id: int = 77, discord_id: int = 555
+) -> int:
     return await engine.ensure_chat(ChatKey(kind="text", name=name, discord_id=discord_id, guild_id=guild_id))

@@ -30,7 +30,9 @@ async def test_concurrent_appends_get_dense_indexes_and_duplicates_are_ignored(s
 async def test_compaction_arms_builds_and_swaps_only_when_quiet(sessions: Sessions) -> None:
     engine, summarizer, clock = make_engine(sessions)
     chat = await new_chat(engine)
-    await fill(engine, clock, chat, [message(k) for k in range(30)])  # ~2.7 KB: over TAIL_START, under TAIL_FORCE
+    await fill(
+        engine, clock, chat, [message(k) for k in range(30)]
+    )  # ~2.7 KB: over TAIL_START, under TAIL_FORCE
     async with sessions() as s:
         row = await s.get(MemoryRow, chat)
         assert row is not None
@@ -118,18 +120,32 @@ async def test_edit_rebuilds_exactly_the_nodes_above_the_message(sessions: Sessi
     await fill(engine, clock, chat, [message(k) for k in range(70)], compact_every=5)
     await settle(engine, clock, chat)
     async with sessions() as s:
-        before = {(lv, i): (t, created) for lv, i, t, created in (await s.execute(
-            select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(TreeNode.chat_id == chat)
-        )).all()}
+        before = {
+            (lv, i): (t, created)
+            for lv, i, t, created in (
+                await s.execute(
+                    select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(
+                        TreeNode.chat_id == chat
+                    )
+                )
+            ).all()
+        }
     target = 9
     assert (0, target) in before
     deleted = await engine.edit(chat, 10_000 + target, "an edited message about tennis instead")
     assert deleted and deleted > 0
     await engine.compact(chat, until_idle=True)
     async with sessions() as s:
-        after = {(lv, i): (t, created) for lv, i, t, created in (await s.execute(
-            select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(TreeNode.chat_id == chat)
-        )).all()}
+        after = {
+            (lv, i): (t, created)
+            for lv, i, t, created in (
+                await s.execute(
+                    select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(
+                        TreeNode.chat_id == chat
+                    )
+                )
+            ).all()
+        }
     changed = {n for n in after if n not in before or after[n] != before[n]}
     above = {(lv, target >> lv) for lv in range(0, 20)}
     assert changed, "nothing was rebuilt"
@@ -143,12 +159,17 @@ async def test_edit_rebuilds_exactly_the_nodes_above_the_message(sessions: Sessi
 async def test_recall_full_text_fragments_author_and_hostile_queries(sessions: Sessions) -> None:
     engine, _, clock = make_engine(sessions)
     chat = await new_chat(engine)
-    await fill(engine, clock, chat, [
-        message(0, "anyone up for padel saturday? 10am at Gothia", "Pia"),
-        message(1, "can't, my sister's wedding in Borås", "Max"),
-        message(2, "I'm in!! bringing my new racket", "Lo"),
-        message(3, "100% sure it's 50_50 tonight; drop table messages; --", "Max"),
-    ])
+    await fill(
+        engine,
+        clock,
+        chat,
+        [
+            message(0, "anyone up for padel saturday? 10am at Gothia", "Pia"),
+            message(1, "can't, my sister's wedding in Borås", "Max"),
+            message(2, "I'm in!! bringing my new racket", "Lo"),
+            message(3, "100% sure it's 50_50 tonight; drop table messages; --", "Max"),
+        ],
+    )
     assert "#1 " in await engine.recall(chat, "wedding")
     assert "#0 " in await engine.recall(chat, "gothi")  # a fragment, through trigrams
     by_lo = await engine.recall(chat, "racket", author="lo")
@@ -159,7 +180,7 @@ async def test_recall_full_text_fragments_author_and_hostile_queries(sessions: S
     for bad in ("", "   "):
         try:
             await engine.recall(chat, bad)
-        except Exception as exc:  # noqa: BLE001 - the type is asserted below
+        except Exception as exc:
             assert type(exc).__name__ == "BadRequest"
         else:
             raise AssertionError("an empty query must be refused")

@@ -22,9 +22,11 @@ async def table_dump(sessions: Sessions) -> str:
     """Every row of every table of ours as text (what a canary search must not find)."""
     out = []
     async with sessions() as s:
-        tables = (await s.execute(text(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-        ))).scalars().all()
+        tables = (
+            (await s.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")))
+            .scalars()
+            .all()
+        )
         for table in tables:
             rows = (await s.execute(text(f'SELECT t::text FROM "{table}" t'))).scalars().all()
             out.extend(rows)
@@ -38,8 +40,9 @@ async def test_erasing_an_author_leaves_no_trace_and_rebuilds_from_the_rest(sess
     for k in range(90):
         m = message(k)
         if m.author_name == VICTIM:
-            m = replace(message(k, f"{CANARY} says {k}: " + "long words " * (60 if k % 2 else 2)),
-                        author_id=VICTIM_ID)
+            m = replace(
+                message(k, f"{CANARY} says {k}: " + "long words " * (60 if k % 2 else 2)), author_id=VICTIM_ID
+            )
         msgs.append(m)
     await fill(engine, clock, chat, msgs, compact_every=4)
     await settle(engine, clock, chat)
@@ -64,16 +67,22 @@ async def test_erasing_an_author_leaves_no_trace_and_rebuilds_from_the_rest(sess
 
     await engine.compact(chat, until_idle=True)
     async with sessions() as s:
-        rebuilt = (await s.execute(
-            text("SELECT text FROM nodes WHERE chat_id = :c AND level > 0"), {"c": chat}
-        )).scalars().all()
+        rebuilt = (
+            (await s.execute(text("SELECT text FROM nodes WHERE chat_id = :c AND level > 0"), {"c": chat}))
+            .scalars()
+            .all()
+        )
         state = await s.get(MemoryRow, chat)
         assert state is not None and not state.needs_repair
-        shown_built = (await s.execute(
-            text("SELECT count(*) FROM nodes n JOIN jsonb_array_elements(:parts) p "
-                 "ON n.level = (p->>0)::int AND n.idx = (p->>1)::bigint WHERE n.chat_id = :c"),
-            {"parts": __import__("json").dumps(state.shown), "c": chat},
-        )).scalar()
+        shown_built = (
+            await s.execute(
+                text(
+                    "SELECT count(*) FROM nodes n JOIN jsonb_array_elements(:parts) p "
+                    "ON n.level = (p->>0)::int AND n.idx = (p->>1)::bigint WHERE n.chat_id = :c"
+                ),
+                {"parts": __import__("json").dumps(state.shown), "c": chat},
+            )
+        ).scalar()
     assert shown_built == len(state.shown), "the row shows only built lines again"
     assert rebuilt and all(CANARY not in line and VICTIM not in line for line in rebuilt)
     assert CANARY not in await table_dump(sessions)
