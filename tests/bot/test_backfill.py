@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import simcord
+from simcord.backend import serializers
 from simcord.builders import ChannelHandle
 from simcord.http import router
 from simcord.http._helpers import message_response
@@ -217,3 +218,24 @@ async def test_a_database_restart_while_messages_flow_loses_none(
             assert await texts(sessions, channel, services) == expected[channel.id]
         assert ingest.buffered == 0
     await services.claude.close()
+
+
+async def test_a_guild_back_from_an_outage_is_backfilled(
+    simcord_env: simcord.Env,
+    services: Services,
+    sessions: async_sessionmaker[AsyncSession],
+    history: DiscordHistory,
+) -> None:
+    env = simcord_env
+    guild = env.create_guild()
+    general = guild.create_text_channel("general")
+    alice = guild.add_member(env.create_user("alice"))
+    await alice.send(general, "before the outage")
+    env.backend.emit("GUILD_DELETE", {"id": str(guild.id), "unavailable": True})
+    await env.settle()
+    assert env.bot.get_guild(guild.id).unavailable  # type: ignore[union-attr]
+    env.backend.create_message(general.id, alice.id, "said during the outage", broadcast=False)
+    env.backend.emit("GUILD_CREATE", serializers.guild_create_payload(env.backend, env.backend.guilds[guild.id]))
+    await env.settle()
+    assert await ingest_of(env.bot).flush(timeout=10)  # type: ignore[arg-type]
+    assert await texts(sessions, general, services) == ["before the outage", "said during the outage"]
