@@ -17,7 +17,7 @@ from sqlalchemy import delete, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.importers import message_text
-from memory.log import tail_line_bytes
+from memory.log import storable, tail_line_bytes
 from memory.models import Chat, MemoryRow, Message, TreeNode
 from memory.nodes import NodeWrite, delete_covering, insert_nodes
 
@@ -184,7 +184,7 @@ async def edit_message(
     )
     if m is None or m.erased_at is not None or m.author_name is None:
         return None
-    body = message_text(content, attachments, m.reply_to)
+    body = storable(message_text(content, attachments, m.reply_to))
     if body == m.text:
         return 0
     state = await _lock_row(session, chat_id)

@@ -95,19 +95,25 @@ async def get_chat(session: AsyncSession, chat_id: int) -> Chat:
     return chat
 
 
+def storable(text: str) -> str:
+    """PostgreSQL text cannot hold NUL (U+0000); Discord can. Keep the slot visible as U+FFFD
+    rather than fail the append and lose the message."""
+    return text.replace("\x00", "\ufffd")
+
+
 def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
-    body = message_text(msg.content, msg.attachments, msg.reply_to)
+    body = storable(message_text(msg.content, msg.attachments, msg.reply_to))
     return {
         "chat_id": chat_id,
         "idx": index,
         "snowflake": msg.snowflake,
         "author_id": msg.author_id,
-        "author_name": msg.author_name[:200],
+        "author_name": storable(msg.author_name[:200]),
         "is_bot": msg.is_bot,
         "created_at": msg.created_at,
         "edited_at": msg.edited_at,
         "text": body,
-        "attachments": list(msg.attachments) or None,
+        "attachments": [storable(a) for a in msg.attachments] or None,
         "reply_to": msg.reply_to,
         "line_bytes": tail_line_bytes(index, msg.author_name[:200], body),
     }
@@ -153,8 +159,7 @@ async def append(session: AsyncSession, chat_id: int, msg: NewMessage) -> int | 
         )
         if dup is not None:
             return None
-    values = _row_values(chat_id, 0, msg)
-    values["line_bytes"] = tail_line_bytes(0, msg.author_name[:200], str(values["text"]))
+    values = _row_values(chat_id, 0, msg)  # idx comes from the chat row; line_bytes adds its digits
     index = await session.scalar(_APPEND, values)
     if index is None:
         raise ChatNotFound(f"no chat with id {chat_id}")

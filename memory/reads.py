@@ -122,7 +122,9 @@ async def recall_hits(
     if not 1 <= limit <= RECALL_MAX_LIMIT:
         raise BadRequest(f"recall limit must be between 1 and {RECALL_MAX_LIMIT}")
     # Trigram matching of a fragment ("padd" finds "paddle") needs 3+ characters to use its index.
-    pattern = f"%{_like_escape(words)}%" if len(words) >= 3 else None
+    # Emoji and punctuation make no full-text terms, so they are matched as a substring too.
+    fragment = len(words) >= 3 or not any(ch.isalnum() for ch in words)
+    pattern = f"%{_like_escape(words)}%" if fragment else None
     author_pattern = f"%{_like_escape(author.strip())}%" if author and author.strip() else None
     rows = await session.execute(
         _RECALL,

@@ -176,7 +176,8 @@ async def test_recall_full_text_fragments_author_and_hostile_queries(sessions: S
     assert ">#2 " in by_lo
     assert "No message from Pia" in await engine.recall(chat, "racket", author="Pia")
     assert ">#3 " in await engine.recall(chat, "50_50")
-    assert "No message" in await engine.recall(chat, "%")
+    only_percent = await engine.recall(chat, "%")  # a literal %, not a wildcard
+    assert ">#3 " in only_percent and ">#0 " not in only_percent
     for bad in ("", "   "):
         try:
             await engine.recall(chat, bad)
@@ -221,3 +222,28 @@ async def test_row_state_survives_a_new_engine(sessions: Sessions, engine: objec
     async with sessions() as s:
         version = await s.scalar(text("SELECT version FROM memory_rows WHERE chat_id = :c"), {"c": chat})
     assert version is not None and version >= 1
+
+
+async def test_hostile_content_is_logged_whole_and_searchable(sessions: Sessions) -> None:
+    engine, _, clock = make_engine(sessions)
+    chat = await new_chat(engine)
+    cases = [
+        "x" * 8000,
+        "🎾🎉" * 500,
+        "nul\x00inside",
+        "<@123> <@456> <@&789> @everyone",
+        "'; DROP TABLE messages; -- \\ % _ [a-z]+ (?i)",
+        "\u200b\u202eright to left\u202c",
+    ]
+    for k, body in enumerate(cases):
+        assert await engine.append(chat, message(k, body)) == k
+    assert await engine.zoom(chat, 2, 1) == "#2 2026-03-01 12:02 Lo: nul\ufffdinside"
+    long = await engine.zoom(chat, 0, 1)
+    assert long.startswith("(page 1 of 3 of message #0.")
+    pages = [await engine.zoom(chat, 0, 1, page=p) for p in (1, 2, 3)]
+    assert sum(p.count("x") for p in pages) >= 8000
+    assert ">#4 " in await engine.recall(chat, "DROP TABLE")
+    assert ">#1 " in await engine.recall(chat, "🎾")
+    await settle(engine, clock, chat)
+    async with sessions() as s:
+        assert await s.scalar(select(func.count()).select_from(Message)) == len(cases)
