@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -33,12 +33,28 @@ from memory.config import MemoryConfig
 from memory.database import create_database, make_engine, make_sessions, with_database
 from memory.embedded import EmbeddedPostgres
 from memory.fake_summarizer import FakeSummarizer, size_model_description
-from memory.importers import read_any
+from memory.importers import ImportedMessage, read_any
 from memory.log import ChatKey, NewMessage, append, ensure_chat, range_bytes, tail_line_bytes
 from memory.models import MemoryRow, TreeNode
 from memory.nodes import fetch
 from memory.render import row_line_bytes
 from memory.row import is_tiling, mergeable_pairs
+from memory.summarizer import Summarizer
+
+
+class ReplayHooks(Protocol):
+    """What a benchmark adds to a replay (bench/turns.py): its own view of the compactor's
+    calls, and a look at the chat after every message (reply turns, baselines)."""
+
+    clock: SimulatedClock  # the replay runs on this clock
+
+    def wrap(self, summarizer: FakeSummarizer) -> Summarizer: ...
+
+    async def started(self, sessions: async_sessionmaker[AsyncSession], chat_id: int) -> None: ...
+
+    async def message(self, index: int, record: ImportedMessage) -> None:
+        """Called after message ``index`` is logged and the compactor has had its pass."""
+        ...
 
 
 @dataclass
@@ -81,7 +97,7 @@ async def check_row(
     async with sessions() as session:
         state = (await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id))).scalar_one()
         staged = after_batch and state.staged is not None
-        parts = [(int(a), int(b)) for a, b in (state.staged if staged else state.shown)]
+        parts = [(int(a), int(b)) for a, b in ((state.staged or []) if staged else state.shown)]
         boundary = int((state.staged_boundary or 0) if staged else state.boundary)
         records = await fetch(session, chat_id, parts)
     problems = []
@@ -119,6 +135,7 @@ async def replay(
     config: MemoryConfig | None = None,
     fail_rate: float = 0.0,
     overshoot_rate: float = 0.0,
+    hooks: ReplayHooks | None = None,
 ) -> ReplayResult:
     config = config or MemoryConfig()
     engine = make_engine(database_url)
@@ -127,8 +144,8 @@ async def replay(
     summarizer = FakeSummarizer(
         overshoot_rate=overshoot_rate, fail_rate=fail_rate, node_bytes=config.node_bytes, tries=config.tries
     )
-    clock = SimulatedClock()
-    compactor = Compactor(sessions, config, summarizer, clock)
+    clock = hooks.clock if hooks is not None else SimulatedClock()
+    compactor = Compactor(sessions, config, hooks.wrap(summarizer) if hooks else summarizer, clock)
     result = ReplayResult(
         corpus=corpus.name, size_model=size_model_description(config.node_bytes, overshoot_rate)
     )
@@ -136,6 +153,8 @@ async def replay(
     try:
         async with sessions() as session, session.begin():
             chat_id = await ensure_chat(session, ChatKey(kind="imported", name=f"replay:{corpus.name}"))
+        if hooks is not None:
+            await hooks.started(sessions, chat_id)
         row_bytes = tail = 0
         previous = None
         quiet = timedelta(seconds=config.quiet_seconds)
@@ -164,6 +183,8 @@ async def replay(
             result.max_tail_bytes = max(result.max_tail_bytes, tail)
             result.max_prompt_bytes = max(result.max_prompt_bytes, row_bytes + tail)
             row_bytes, tail = await _run(compactor, sessions, chat_id, config, result, row_bytes, tail)
+            if hooks is not None:
+                await hooks.message(index, record)
             previous = record.created_at
             result.messages += 1
         # The end of the corpus: let the compactor finish, as a quiet night would.

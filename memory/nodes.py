@@ -82,17 +82,13 @@ async def insert_nodes(session: AsyncSession, chat_id: int, writes: Iterable[Nod
         }
         for w in writes
     ]
-    inserted = 0
-    # 1,000 rows x 15 columns stays under asyncpg's 32,767 bind parameters per statement.
-    for first in range(0, len(values), 1000):
-        result = await session.execute(
-            insert(TreeNode)
-            .values(values[first : first + 1000])
-            .on_conflict_do_nothing()
-            .returning(TreeNode.idx)
-        )
-        inserted += len(result.all())
-    return inserted
+    if not values:
+        return 0
+    # executemany with RETURNING: SQLAlchemy batches the rows into multi-row INSERTs
+    # ("insertmanyvalues") within asyncpg's bind-parameter limit.
+    table = TreeNode.__table__
+    result = await session.execute(insert(table).on_conflict_do_nothing().returning(table.c.idx), values)
+    return len(result.all())
 
 
 async def delete_covering(session: AsyncSession, chat_id: int, indexes: Iterable[int], max_level: int) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.errors import BadRequest
@@ -165,9 +165,10 @@ async def recall(
         who = f" from {author}" if author else ""
         return f"No message{who} matches {' '.join(query.split())!r}."
     wanted = sorted({k for h in hits for k in range(max(0, h.index - around), h.index + around + 1)})
-    messages = {
-        m.idx: m for m in await read_range(session, chat_id, wanted[0], wanted[-1] + 1) if m.idx in wanted
-    }
+    # Only the wanted slots: hits far apart must not read every message between them (on a
+    # 100K-message chat a range read made recall take seconds; see docs/benchmarks.md).
+    rows = await session.scalars(select(Message).where(Message.chat_id == chat_id, Message.idx.in_(wanted)))
+    messages = {m.idx: m for m in rows.all()}
     blocks, used = [], 0
     for n, hit in enumerate(hits, start=1):
         lines = [f"Hit {n}: message #{hit.index}"]

@@ -179,7 +179,7 @@ class _LinkedRow:
         self.next = list(range(1, count + 1))
         self.prev = list(range(-1, count - 1))
         self.alive = [True] * count
-        self.heap: list[tuple[Fraction, int, int, Node]] = []
+        self.heap: list[tuple[int, int, int, Node]] = []
         for k in range(count - 1):
             self._push(k)
 
@@ -188,8 +188,11 @@ class _LinkedRow:
         if k < 0 or j >= len(self.nodes) or not _is_pair(self.nodes[k], self.nodes[j]):
             return
         node = self.nodes[k]
-        # Max-heap on due (negated), ties to the oldest (smallest first message).
-        heapq.heappush(self.heap, (-due(node, self.total), start(node), k, node))
+        # Max-heap on due (negated), ties to the oldest (smallest first message). due is
+        # (T - last) / 2**l; scaled by 2**64 it is an exact integer for any level below 64,
+        # and integers compare ~10x faster than Fractions (a 3,500-line batch pushes ~370K).
+        scaled = _due_numerator(node, self.total) << (64 - node[0])
+        heapq.heappush(self.heap, (-scaled, start(node), k, node))
 
     def most_due(self) -> int | None:
         """Slot of the left half of the most due pair, or None when no pair is left."""

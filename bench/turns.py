@@ -1,0 +1,228 @@
+"""Reply turns and compactor calls in the replay, priced with the prompt-cache simulation.
+
+At sampled messages (a fixed-seed draw of about 1 in 50, plus every message that names a
+chosen person: the most active human author of the replayed stretch, standing in for the
+bot's name) the reply request is built exactly as the bot builds it (bot/turn.py
+``build_request``: tools, system, the row in 4-line blocks, the raw tail in blocks cut at
+message indexes k*8, the per-turn note, 4 marks) from the engine's own ``prompt_view`` and
+accounted on the cache simulation at the corpus's time. Assumptions, printed with the
+figures: one model call per turn (no tool steps), about 150 output tokens, Sonnet 5.5; the
+bot's own replies are not added to the log (the corpus stays the corpus).
+
+Every compactor call is accounted as the requests the Anthropic summarizer would send for it
+(bench/cache_model.py), once per compactor model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bench.cache_model import CacheMeter, MeteredSummarizer, MeterFigures, corpus_seconds, with_ttl
+from bench.replay import replay
+from bot.prompts import system_prompt
+from bot.settings import Settings
+from bot.tools import TOOLS
+from bot.turn import Trigger, TurnNote, build_request
+from memory.clock import SimulatedClock
+from memory.config import MemoryConfig
+from memory.fake_summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer
+from memory.importers import ImportedMessage, read_any
+from memory.pricing import PriceTable
+from memory.summarizer import Summarizer
+from memory.view import PromptView, prompt_view
+
+REPLY_MODEL = "claude-sonnet-5-5"
+COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")
+REPLY_OUTPUT_TOKENS = 150  # a group-chat answer of a few sentences
+REPLY_MAX_TOKENS = 1024
+SAMPLE_EVERY = 50
+SAMPLE_SEED = "eva-bench-1"
+
+
+def _draw(seed: str, index: int) -> float:
+    digest = hashlib.sha256(f"{seed}|{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def chosen_person(records: Iterable[ImportedMessage]) -> str | None:
+    """The most active human author (ties: the first seen): people name them the way they
+    would name the bot."""
+    counts: Counter[str] = Counter(r.author_name for r in records if not r.is_bot and len(r.author_name) >= 3)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+class ReplySampler:
+    """Which messages get a reply turn: a fixed-seed 1-in-``every`` draw per index, plus
+    every message that names ``person`` as a word (case-insensitive)."""
+
+    def __init__(self, person: str | None, every: int = SAMPLE_EVERY, seed: str = SAMPLE_SEED) -> None:
+        self.person, self.rate, self.seed = person, 1 / every, seed
+        self._name = (
+            re.compile(r"(?<![\w])" + re.escape(person) + r"(?![\w])", re.IGNORECASE) if person else None
+        )
+
+    def wants(self, index: int, record: ImportedMessage) -> bool:
+        if _draw(self.seed, index) < self.rate:
+            return True
+        return bool(self._name and self._name.search(record.content))
+
+
+class ReplyMeter:
+    """Builds the reply request for a turn and accounts it on one cache per mark lifetime."""
+
+    def __init__(
+        self,
+        clock: SimulatedClock,
+        ttls: tuple[str, ...] = ("5m",),
+        *,
+        model: str = REPLY_MODEL,
+        output_tokens: int = REPLY_OUTPUT_TOKENS,
+        prices: PriceTable | None = None,
+    ) -> None:
+        self.clock, self.model, self.output_tokens = clock, model, output_tokens
+        self.system = system_prompt(Settings(_env_file=None))  # type: ignore[call-arg]
+        self.tools: list[dict[str, Any]] = TOOLS
+        self.meters = {ttl: CacheMeter(model, corpus_seconds(clock), prices) for ttl in ttls}
+        self.turns = 0
+        self.largest_prompt_bytes = 0
+        self.build_seconds = 0.0
+
+    def account(self, view: PromptView, index: int, record: ImportedMessage) -> None:
+        started = time.perf_counter()
+        note = TurnNote(self.clock.now(), view.timezone, (Trigger(record.author_name, 0, index),))
+        body = build_request(
+            model=self.model,
+            max_tokens=REPLY_MAX_TOKENS,
+            system=self.system,
+            tools=self.tools,
+            view=view,
+            note=note,
+        )
+        self.build_seconds += time.perf_counter() - started
+        self.turns += 1
+        self.largest_prompt_bytes = max(self.largest_prompt_bytes, request_bytes(body))
+        for ttl, meter in self.meters.items():
+            meter.account(with_ttl(body, ttl), self.output_tokens)
+
+    def figures(self) -> dict[str, MeterFigures]:
+        return {ttl: meter.totals for ttl, meter in self.meters.items()}
+
+
+def request_bytes(body: dict[str, Any]) -> int:
+    """UTF-8 bytes of the prompt's text blocks (tools as their JSON size is left out: constant)."""
+    total = sum(len(b["text"].encode()) for b in body.get("system") or [])
+    for message in body["messages"]:
+        content = message["content"]
+        blocks = [content] if isinstance(content, str) else [b.get("text", "") for b in content]
+        total += sum(len(text.encode()) for text in blocks)
+    return total
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One replay of one corpus, with what to measure on it."""
+
+    corpus: Path
+    label: str
+    limit: int | None = None
+    config: MemoryConfig = field(default_factory=MemoryConfig)
+    ttls: tuple[str, ...] = ("5m",)
+    rolling: bool = False  # also run the rolling-summary baseline on the same messages
+    overshoot_rate: float = MEASURED_OVERSHOOT_RATE
+    sample_every: int = SAMPLE_EVERY
+    rolling_summary_bytes: int = 16_000
+
+
+@dataclass
+class RunFigures:
+    label: str
+    corpus: str
+    messages: int
+    person: str | None
+    replay: dict[str, Any]
+    compaction: dict[str, MeterFigures]
+    replies: dict[str, MeterFigures]
+    turns: int
+    largest_prompt_bytes: int
+    rolling: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+
+class TurnHooks:
+    """The replay hooks: compactor calls metered, reply turns (and the baseline) at samples."""
+
+    def __init__(self, spec: RunSpec, person: str | None) -> None:
+        from bench.baselines import RollingSummary  # baselines imports ReplyMeter from here
+
+        self.clock = SimulatedClock()
+        self.spec = spec
+        self.sampler = ReplySampler(person, spec.sample_every)
+        self.compact_meters = [CacheMeter(model, corpus_seconds(self.clock)) for model in COMPACT_MODELS]
+        self.replies = ReplyMeter(self.clock, spec.ttls)
+        self.rolling = (
+            RollingSummary(spec.config, self.clock, summary_bytes=spec.rolling_summary_bytes)
+            if spec.rolling
+            else None
+        )
+        self.sessions: async_sessionmaker[AsyncSession] | None = None
+        self.chat_id = 0
+
+    def wrap(self, summarizer: FakeSummarizer) -> Summarizer:
+        return MeteredSummarizer(summarizer, self.compact_meters)
+
+    async def started(self, sessions: async_sessionmaker[AsyncSession], chat_id: int) -> None:
+        self.sessions, self.chat_id = sessions, chat_id
+
+    async def message(self, index: int, record: ImportedMessage) -> None:
+        if self.rolling is not None:
+            self.rolling.message(index, record)
+        if not self.sampler.wants(index, record):
+            return
+        assert self.sessions is not None
+        async with self.sessions() as session:
+            view = await prompt_view(session, self.spec.config, self.chat_id)
+        self.replies.account(view, index, record)
+        if self.rolling is not None:
+            self.rolling.reply(index, record)
+
+
+def corpus_person(corpus: Path, limit: int | None) -> str | None:
+    return chosen_person(itertools.islice(read_any(corpus), limit))
+
+
+async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
+    """Replay ``spec.corpus`` with reply turns and metered compaction; the figures."""
+    started = time.perf_counter()
+    person = corpus_person(spec.corpus, spec.limit)
+    hooks = TurnHooks(spec, person)
+    result = await replay(
+        spec.corpus,
+        database_url=database_url,
+        limit=spec.limit,
+        config=spec.config,
+        overshoot_rate=spec.overshoot_rate,
+        hooks=hooks,
+    )
+    return RunFigures(
+        label=spec.label,
+        corpus=spec.corpus.name,
+        messages=result.messages,
+        person=person,
+        replay=result.as_json(),
+        compaction={m.model: m.totals for m in hooks.compact_meters},
+        replies=hooks.replies.figures(),
+        turns=hooks.replies.turns,
+        largest_prompt_bytes=hooks.replies.largest_prompt_bytes,
+        rolling=hooks.rolling.figures() if hooks.rolling is not None else None,
+        seconds=round(time.perf_counter() - started, 1),
+    )
