@@ -86,7 +86,7 @@ async def insert_nodes(session: AsyncSession, chat_id: int, writes: Iterable[Nod
         return 0
     # executemany with RETURNING: SQLAlchemy batches the rows into multi-row INSERTs
     # ("insertmanyvalues") within asyncpg's bind-parameter limit.
-    table = TreeNode.__table__
+    table = TreeNode.metadata.tables[TreeNode.__tablename__]
     result = await session.execute(insert(table).on_conflict_do_nothing().returning(table.c.idx), values)
     return len(result.all())
 
