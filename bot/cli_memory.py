@@ -17,6 +17,7 @@ from typing import Any
 from bot.database_runtime import Database, open_database
 from bot.errors import CliError
 from bot.settings import Settings
+from bot.status import format_status
 from memory import migrate
 from memory.clock import WallClock
 from memory.compactor import Compactor
@@ -25,6 +26,7 @@ from memory.importers import ImportedMessage, ImportFormatError, count_messages,
 from memory.ledger import usage_summary
 from memory.log import ChatKey, NewMessage, append_many, ensure_chat
 from memory.models import Chat
+from memory.stats import chat_stats
 from memory.summarizer import Summarizer
 
 IMPORT_BATCH = 1000  # messages per multi-row insert; ~0.2 MB of text
@@ -220,21 +222,17 @@ async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"{chat.name}\t{chat.kind}\t{count} messages")
             return 0
         chat = await engine.find_chat(args.chat)
-        view = await engine.prompt_view(chat.id)
+        now = engine.clock.now()
         async with db.sessions() as session:
+            stats = await chat_stats(session, chat.id, now, engine.config)
             usage = await usage_summary(session, chat_id=chat.id)
-    row_bytes = sum(len(line.encode()) + 1 for line in view.row_lines)
-    tail_bytes = sum(len(line.encode()) + 1 for line in view.tail_lines)
-    print(
-        f"chat {chat.name}: {view.total} messages; memory row {len(view.row_lines)} lines, "
-        f"{row_bytes / 1000:.1f} KB, covering #0..#{view.boundary - 1}; raw tail "
-        f"{len(view.tail_lines)} messages, {tail_bytes / 1000:.1f} KB"
-    )
+    print(format_status(chat.name, stats, now).replace("**", ""))
+    print("All time:")
     for kind, totals in sorted(usage.by_kind.items()):
         print(
             f"{kind}: {totals.calls} calls, input {totals.input_tokens}, cache write "
-            f"{totals.cache_write_5m_tokens + totals.cache_write_1h_tokens}, cache read "
-            f"{totals.cache_read_tokens}, output {totals.output_tokens} tokens, ${totals.cost_usd:.4f}"
+            f"{totals.cache_write_tokens}, cache read {totals.cache_read_tokens}, "
+            f"output {totals.output_tokens} tokens, ${totals.cost_usd:.4f}"
         )
     if not usage.by_kind:
         print("no model calls yet")

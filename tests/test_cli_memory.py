@@ -62,7 +62,7 @@ def test_import_view_zoom_recall_on_the_rust_export(tmp_path: Path, cli_db: str,
     recall = run(tmp_path, cli_db, "recall", "--chat", "rust", "borrow", "checker")
     assert recall.returncode == 0 and "Hit 1: message #" in recall.stdout
     stats = run(tmp_path, cli_db, "stats", "--chat", "rust")
-    assert "3576 messages" in stats.stdout and "compact:" in stats.stdout
+    assert "Messages: 3,576 logged" in stats.stdout and "compact:" in stats.stdout
 
     # Bad input: one line, exit code 2, nothing changed.
     before = run(tmp_path, cli_db, "view", "--chat", "rust").stdout

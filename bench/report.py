@@ -1,0 +1,217 @@
+"""Run every benchmark and write docs/benchmarks.md (issue 6).
+
+    python -m bench.report            # full: ubuntu-stream-1 whole, the other corpora, 1M messages
+    python -m bench.report --quick    # under 5 minutes on 2 cores: prefixes and 100K messages
+
+Each replay and the scale run gets a fresh database on a throwaway embedded PostgreSQL (or on
+--database-url's server). Replays run two at a time in worker processes, with
+``synchronous_commit = off`` on their own database (simulated time: durability does not enter
+any replay figure); the scale run runs alone afterwards with the server's defaults, since its
+figures are wall-clock times. Every figure in the report comes from these runs; the only typed
+numbers are the reference figures of the product article and the spec, labelled as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from bench.baselines import CACHE_LIFETIMES, QUIET_SWAP, SWAP_AT_ONCE, swap_policies
+from bench.render import render
+from bench.scale import ScaleFigures, ScaleSpec, measure_scale
+from bench.turns import RunFigures, RunSpec, measure_run
+from bot.log_setup import configure_logging
+from memory.config import MemoryConfig
+from memory.database import create_database, drop_database, normalize_url, with_database
+from memory.embedded import EmbeddedPostgres
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO.parent / "shared" / "data" / "irc"
+MAIN_CORPUS = "ubuntu-stream-1.jsonl"
+OTHER_CORPORA = ("rust.jsonl", "mediawiki.jsonl", "stripe.jsonl", "ubuntu-meeting.jsonl")
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: str
+    main: Path
+    main_limit: int | None
+    others: tuple[Path, ...]
+    others_limit: int | None
+    scale: ScaleSpec
+    config: MemoryConfig = field(default_factory=MemoryConfig)
+
+    def runs(self) -> list[RunSpec]:
+        """The main corpus under both swap policies (the quiet one also with 1-hour marks and
+        the rolling-summary baseline, all on the same messages), then the other corpora."""
+        policies = swap_policies(self.config)
+        main = [
+            RunSpec(
+                self.main,
+                QUIET_SWAP,
+                self.main_limit,
+                policies[QUIET_SWAP],
+                ttls=CACHE_LIFETIMES,
+                rolling=True,
+            ),
+            RunSpec(self.main, SWAP_AT_ONCE, self.main_limit, policies[SWAP_AT_ONCE]),
+        ]
+        return main + [RunSpec(c, QUIET_SWAP, self.others_limit, self.config) for c in self.others]
+
+
+def make_plan(quick: bool, data: Path = DATA) -> Plan:
+    others = tuple(data / name for name in OTHER_CORPORA if (data / name).is_file())
+    if quick:
+        scale = ScaleSpec(data / MAIN_CORPUS, messages=100_000, samples=100, ingest=1_000, erase=10_000)
+        return Plan("quick", data / MAIN_CORPUS, 5_000, others, 1_000, scale)
+    return Plan("full", data / MAIN_CORPUS, None, others, None, ScaleSpec(data / MAIN_CORPUS))
+
+
+@dataclass
+class Collected:
+    plan: Plan
+    runs: list[RunFigures]
+    scale: ScaleFigures
+    seconds: float
+    started_at: datetime
+
+
+async def _with_database(admin_url: str, name: str, relaxed: bool) -> str:
+    await create_database(admin_url, name)
+    url = with_database(admin_url, name)
+    if relaxed:
+        engine = create_async_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
+        try:
+            async with engine.connect() as conn:
+                await conn.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
+        finally:
+            await engine.dispose()
+    return url
+
+
+async def run_replay(spec: RunSpec, admin_url: str) -> RunFigures:
+    configure_logging("console", "WARNING")
+    name = f"eva_bench_{os.getpid()}_{int(time.time() * 1000)}"
+    url = await _with_database(admin_url, name, relaxed=True)
+    try:
+        return await measure_run(spec, url)
+    finally:
+        await drop_database(admin_url, name)
+
+
+async def run_scale(spec: ScaleSpec, admin_url: str) -> ScaleFigures:
+    name = f"eva_scale_{int(time.time() * 1000)}"
+    url = await _with_database(admin_url, name, relaxed=False)
+    try:
+        return await measure_scale(spec, url)
+    finally:
+        await drop_database(admin_url, name)
+
+
+def _replay_in_process(spec: RunSpec, admin_url: str) -> RunFigures:
+    return asyncio.run(run_replay(spec, admin_url))
+
+
+async def collect(plan: Plan, admin_url: str, *, workers: int = 2) -> Collected:
+    """Every run of the plan; replays in ``workers`` processes (1: in this process)."""
+    started, started_at = time.perf_counter(), datetime.now(UTC)
+    specs = plan.runs()
+    if workers > 1:
+        context = multiprocessing.get_context("spawn")
+        loop = asyncio.get_running_loop()
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            runs = list(
+                await asyncio.gather(
+                    *(loop.run_in_executor(pool, _replay_in_process, spec, admin_url) for spec in specs)
+                )
+            )
+    else:
+        runs = [await run_replay(spec, admin_url) for spec in specs]
+    scale = await run_scale(plan.scale, admin_url)
+    return Collected(plan, runs, scale, round(time.perf_counter() - started, 1), started_at)
+
+
+def _command(*args: str) -> str:
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=10, check=False)
+    except OSError:
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+def machine() -> dict[str, str]:
+    memory = "unknown"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    dirty = _command("git", "status", "--porcelain", "--untracked-files=no")
+    return {
+        "commit": _command("git", "rev-parse", "HEAD")
+        + (" (with uncommitted changes)" if dirty not in ("", "unknown") else ""),
+        "cpus": str(os.cpu_count() or "unknown"),
+        "memory": memory,
+        "python": sys.version.split()[0],
+        "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="prefixes and 100K messages: under 5 minutes")
+    parser.add_argument("--database-url", help="a PostgreSQL server to create the benchmark databases on")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks.md")
+    parser.add_argument("--data", type=Path, default=DATA, help="folder of the IRC corpora")
+    parser.add_argument("--workers", type=int, default=2, help="replays run at once (processes)")
+    parser.add_argument("--messages", type=int, help="messages in the scale chat (default 1M; quick 100K)")
+    return parser.parse_args(argv)
+
+
+async def main_async(args: argparse.Namespace) -> Collected:
+    plan = make_plan(args.quick, args.data)
+    if args.messages:
+        plan = replace(plan, scale=replace(plan.scale, messages=args.messages))
+    if args.database_url:
+        return await collect(plan, args.database_url, workers=args.workers)
+    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="eva-bench-")), delete_on_stop=True)
+    server.start(database="postgres")
+    try:
+        return await collect(plan, server.admin_url(), workers=args.workers)
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging("console", "WARNING")
+    if not (args.data / MAIN_CORPUS).is_file():
+        print(f"no corpus at {args.data / MAIN_CORPUS}", file=sys.stderr)
+        return 2
+    collected = asyncio.run(main_async(args))
+    command = "python -m bench.report" + (" --quick" if args.quick else "")
+    if args.messages:
+        command += f" --messages {args.messages}"
+    markdown = render(collected, machine(), command)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(markdown, encoding="utf-8")
+    print(f"wrote {args.out} in {collected.seconds:.0f} s")
+    return 0 if all(r.replay["invariant_violations"] == 0 for r in collected.runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The benchmark report's machinery on a tiny slice of real chat: every run, the baseline and
+the scale chat produce figures, and the rendered report has every table filled with numbers
+(issue 6). Small sizes (tests/memory/helpers.SMALL) so a few hundred messages reach batches,
+swaps and rewrites."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from bench.report import Plan, collect
+from bench.render import render
+from bench.scale import ScaleSpec
+from tests.memory.helpers import SMALL
+
+HOST = {"commit": "abc123", "cpus": "2", "memory": "1.0 GiB", "python": "3.11", "load": "0.10"}
+NUMBER = re.compile(r"\d")
+
+
+def tables(markdown: str) -> list[list[list[str]]]:
+    """Each markdown table as rows of cells (header and separator left out)."""
+    found: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif current:
+            found.append(current[2:])
+            current = []
+    return found
+
+
+async def test_report_renders_every_table_from_measurement(postgres_admin_url: str, shared_data: Path) -> None:
+    irc = shared_data / "irc"
+    scale = ScaleSpec(irc / "rust.jsonl", messages=3_000, samples=8, ingest=40, erase=100, config=SMALL)
+    plan = Plan("test", irc / "rust.jsonl", 500, (irc / "stripe.jsonl",), 300, scale, SMALL)
+    collected = await collect(plan, postgres_admin_url, workers=1)
+
+    quiet, at_once, other = collected.runs
+    assert quiet.messages == at_once.messages == 500 and other.messages == 300
+    assert quiet.replay["invariant_violations"] == 0 and at_once.replay["invariant_violations"] == 0
+    assert quiet.turns > 5 and quiet.turns == at_once.turns  # the same sample on the same messages
+    assert quiet.replies["1h"].requests == quiet.replies["5m"].requests
+    haiku = quiet.compaction["claude-haiku-4-5"]
+    assert haiku.requests == quiet.replay["model_calls"] > 0  # every billed request priced
+    assert 0 < haiku.cost_usd and 0 < quiet.replies["5m"].read_share < 1
+    assert quiet.rolling is not None and quiet.rolling["rewrites"] >= 3
+    assert collected.scale.latencies["prompt"].samples == 8
+    assert collected.scale.erase_messages == 100 and collected.scale.ingest_per_second > 0
+    assert collected.scale.row_lines > 0 and collected.scale.database_bytes > 0
+
+    markdown = render(collected, HOST, "python -m bench.report --test")
+    found = tables(markdown)
+    assert len(found) == 4  # reference, per corpus, comparison, scale
+    for table in found:
+        assert table, "a table without rows"
+        for row in table:
+            assert NUMBER.search(" ".join(row[1:])), f"a row without figures: {row}"
+    for placeholder in ("TODO", "nan", "None", "{", "}", "XX"):
+        assert placeholder not in markdown, placeholder
+    assert "0.092" in markdown and "98.6%" in markdown  # the references sit next to the measurements
+
+
+async def test_swap_at_once_swaps_at_least_as_often(postgres_admin_url: str, shared_data: Path) -> None:
+    """The swap-policy knob is real: with QUIET = 0 a staged row never waits for a quiet chat."""
+    irc = shared_data / "irc"
+    scale = ScaleSpec(irc / "rust.jsonl", messages=500, samples=2, ingest=5, erase=10, config=SMALL)
+    plan = Plan("test", irc / "rust.jsonl", 400, (), None, scale, replace(SMALL, quiet_seconds=3600))
+    collected = await collect(plan, postgres_admin_url, workers=1)
+    quiet, at_once = collected.runs
+    assert at_once.replay["forced_swaps"] == 0
+    assert at_once.replay["swaps"] > quiet.replay["swaps"]
