@@ -26,6 +26,7 @@ from memory.nodes import NodeRecord, NodeWrite, fetch, insert_nodes
 from memory.render import bare_text, row_line_bytes
 from memory.row import check_tiling, plan_batch
 from memory.summarizer import CompactTask
+from memory.swap import should_arm, swap_reason
 from memory.tree import Node, children, end, free_leaf, free_merge, parent, start, utf8_len
 
 
@@ -327,11 +328,10 @@ async def needs_pass(session: AsyncSession, config: MemoryConfig, chat_id: int, 
     if repair:
         return True
     if not staged:
-        return int(tail) > config.tail_start
+        return should_arm(int(tail), config)
     if not ready:
         return True
-    quiet = last_at is None or (now - last_at).total_seconds() >= config.quiet_seconds
-    return quiet or int(tail) > config.tail_force
+    return swap_reason(last_at, now, int(tail), config) is not None
 
 
 async def plan_chat(
@@ -363,7 +363,7 @@ async def plan_chat(
             state.needs_repair = not whole
         if state.staged is None:
             tail = await range_bytes(session, chat_id, state.boundary)
-            if tail <= config.tail_start:
+            if not should_arm(tail, config):
                 break
             keep_from = await keep_boundary(session, chat_id, state.boundary, total, config.tail_keep)
             if keep_from <= state.boundary:
@@ -390,12 +390,10 @@ async def plan_chat(
                 state.staged_ready = state.batch_target is None and not state.needs_repair
         if not state.staged_ready:
             break
-        quiet = (
-            chat.last_message_at is None
-            or (now - chat.last_message_at).total_seconds() >= config.quiet_seconds
-        )
-        forced = not quiet and await range_bytes(session, chat_id, state.boundary) > config.tail_force
-        if not (quiet or forced or force_swap):
+        tail = await range_bytes(session, chat_id, state.boundary)
+        reason = swap_reason(chat.last_message_at, now, tail, config)
+        forced = reason == "forced"
+        if reason is None and not force_swap:
             break
         check_tiling(staged, staged_end)
         state.shown, state.boundary = _json(staged), staged_end
