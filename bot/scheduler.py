@@ -9,6 +9,9 @@ Each tick runs ``compactor.run(chat)`` (build what is ready, then the swap check
 - every chat, at the first tick and every SWEEP_SECONDS, for what nobody marked (a backfill
   by another process, work left by a crash).
 
+After an erasure or edit in this process, a tick also VACUUMs the tables (engine.purge, at
+most once per PURGE_SECONDS), so erased words leave the table files within about a minute.
+
 The job is coalesced with one instance, and a tick still running when the next one is due is
 simply not started twice. Tests call :meth:`step` to run exactly one tick, without waiting.
 Several processes may tick at once: the compactor's per-chat advisory lock lets one build.
@@ -28,6 +31,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.compactor import Compactor, PassReport
+from memory.engine import MemoryEngine
 from memory.models import Chat
 
 log = structlog.get_logger(__name__)
@@ -36,6 +40,8 @@ TICK_SECONDS = 5.0  # a swap is due within a tick of the quiet half hour; new wo
 SWEEP_SECONDS = 300.0
 CHATS_AT_ONCE = 4  # chats compacted in parallel; each call batch is capped by JOBS anyway
 STOP_GRACE_SECONDS = 10.0  # a compactor call usually answers within this; then it is cancelled
+# VACUUM after erasures at most this often: it scans every page changed since the last one.
+PURGE_SECONDS = 60.0
 
 
 @dataclass(slots=True)
@@ -61,8 +67,10 @@ class CompactionScheduler:
         interval: float = TICK_SECONDS,
         sweep_every: float = SWEEP_SECONDS,
         chats_at_once: int = CHATS_AT_ONCE,
+        engine: MemoryEngine | None = None,
     ) -> None:
-        self.compactor, self.sessions = compactor, sessions
+        self.compactor, self.sessions, self.engine = compactor, sessions, engine
+        self._next_purge = 0.0  # monotonic time
         self.interval, self.sweep_every = interval, sweep_every
         self._slots = asyncio.Semaphore(chats_at_once)
         self._dirty: set[int] = set()
@@ -120,6 +128,7 @@ class CompactionScheduler:
         self._last_tick_at = started
         report.chats = len(chats)
         await asyncio.gather(*(self._run_chat(chat_id, report) for chat_id in chats))
+        await self._purge()
         if report.calls or report.swaps or report.failed:
             log.info(
                 "compactor.tick",
@@ -152,6 +161,18 @@ class CompactionScheduler:
                 report.failed += 1
                 self._dirty.add(chat_id)
                 log.warning("compactor.chat_failed", chat_id=chat_id, error=type(exc).__name__)
+
+    async def _purge(self) -> None:
+        engine = self.engine
+        if engine is None or not engine.purge_due or time.monotonic() < self._next_purge:
+            return
+        self._next_purge = time.monotonic() + PURGE_SECONDS
+        try:
+            await engine.purge()
+        except Exception as exc:  # the database is down: the flag stays set for a later tick
+            log.warning("memory.purge_failed", error=type(exc).__name__)
+            return
+        log.info("memory.purged")
 
     async def stop(self, grace: float = STOP_GRACE_SECONDS) -> None:
         """Stop ticking; a tick in flight may finish within ``grace`` seconds, else it is

@@ -136,7 +136,9 @@ def _integer(value: Any, name: str) -> int:
         raise BadRequest(f"{name} must be a whole number")
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
+    # isdecimal, not isdigit: "²" is a digit that int() refuses; past 4,300 digits int() refuses
+    # too (Python's limit), and no id, count or page is that long.
+    if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) <= 30:
         return int(value.strip())
     if isinstance(value, float) and value.is_integer():
         return int(value)

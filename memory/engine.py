@@ -47,6 +47,9 @@ class MemoryEngine:
         self.sessions, self.config = sessions, config
         self.compactor = compactor
         self.clock = clock or WallClock()
+        # Set by every erasure and edit: the old row versions still hold the words in the
+        # table files until VACUUM (see :meth:`purge`; the bot's scheduler runs it).
+        self.purge_due = False
 
     # --- chats
     async def ensure_chat(self, key: ChatKey) -> int:
@@ -98,25 +101,30 @@ class MemoryEngine:
         self, chat_id: int, snowflake: int, content: str, attachments: tuple[str, ...] = ()
     ) -> int | None:
         async with self.sessions() as s, s.begin():
-            return await erase.edit_message(s, chat_id, snowflake, content, attachments, self.clock.now())
+            deleted = await erase.edit_message(s, chat_id, snowflake, content, attachments, self.clock.now())
+        self.purge_due = True  # after the commit: a VACUUM before it would find nothing to remove
+        return deleted
 
     # --- erasure
     async def erase_messages(self, chat_id: int, snowflakes: Iterable[int]) -> ErasureReport:
         async with self.sessions() as s, s.begin():
-            return await erase.erase_snowflakes(s, chat_id, snowflakes, self.clock.now())
+            report = await erase.erase_snowflakes(s, chat_id, snowflakes, self.clock.now())
+        self.purge_due = True
+        return report
 
     async def erase_author(self, guild_id: int | None, author_id: int) -> ErasureReport:
         """Everything one person wrote in a guild (``guild_id`` None or 0: their DMs with the
         bot, both sides, since a DM memory is about that person alone)."""
         async with self.sessions() as s, s.begin():
+            report = ErasureReport()
             if guild_id in (None, DM_SCOPE):
-                dm_chats = await self._dm_chats_of(s, author_id)
-                report = ErasureReport()
-                for chat_id in dm_chats:
-                    report.add(await erase.wipe_chat(s, chat_id))
-                return report
-            chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
-            return await erase.erase_author(s, chat_ids, author_id, self.clock.now())
+                # The whole DM chat goes, not just its messages: its name holds their username.
+                report = await erase.delete_chats(s, await self._dm_chats_of(s, author_id))
+            else:
+                chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
+                report = await erase.erase_author(s, chat_ids, author_id, self.clock.now())
+        self.purge_due = True
+        return report
 
     async def _dm_chats_of(self, s: AsyncSession, user_id: int) -> list[int]:
         from memory.models import Message
@@ -130,7 +138,9 @@ class MemoryEngine:
 
     async def wipe_chat(self, chat_id: int) -> ErasureReport:
         async with self.sessions() as s, s.begin():
-            return await erase.wipe_chat(s, chat_id)
+            report = await erase.wipe_chat(s, chat_id)
+        self.purge_due = True
+        return report
 
     async def forget_discord_chat(self, discord_id: int) -> ErasureReport:
         """A channel or thread was deleted: its memory (and its threads') goes too."""
@@ -140,14 +150,27 @@ class MemoryEngine:
                     select(Chat.id).where((Chat.discord_id == discord_id) | (Chat.parent_id == discord_id))
                 )
             ).all()
-            return await erase.delete_chats(s, ids)
+            report = await erase.delete_chats(s, ids)
+        self.purge_due = True
+        return report
 
     async def forget_guild(self, guild_id: int) -> ErasureReport:
         async with self.sessions() as s, s.begin():
             ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
             report = await erase.delete_chats(s, ids)
             await s.execute(delete(OptOut).where(OptOut.guild_id == guild_id))
-            return report
+        self.purge_due = True
+        return report
+
+    async def purge(self) -> None:
+        """VACUUM the tables erasures and edits touch, so the old words leave the table files
+        now rather than at autovacuum's pace (memory.erase.purge_dead_rows)."""
+        self.purge_due = False  # cleared first: an erasure during the VACUUM asks for another
+        try:
+            await erase.purge_dead_rows(self.sessions.kw["bind"])
+        except BaseException:
+            self.purge_due = True
+            raise
 
     # --- opt-outs
     async def opt_out(self, guild_id: int | None, user_id: int) -> None:

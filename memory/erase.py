@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import delete, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from memory.importers import message_text
 from memory.log import storable, tail_line_bytes
@@ -198,3 +198,24 @@ async def edit_message(
             state.needs_repair = True
             state.staged_ready = False
     return deleted
+
+
+# The tables whose old row versions can hold message text (messages, nodes) or a channel's
+# or person's name (chats).
+PURGED_TABLES = ("messages", "nodes", "chats")
+
+
+async def purge_dead_rows(engine: AsyncEngine) -> None:
+    """Make PostgreSQL drop the old versions of erased and edited rows from the table files.
+
+    An UPDATE or DELETE leaves the old row version in its heap page until VACUUM removes it,
+    and autovacuum waits for 20% of a table to be dead: on a big chat log, months. VACUUM
+    cannot run inside a transaction, hence the autocommit connection. SKIP_LOCKED: a table
+    another VACUUM holds is skipped (that one removes the same rows). Index cleanup is left
+    to PostgreSQL's own choice (it skips it when few pages have dead rows), so this costs a
+    scan of the pages that changed since the last VACUUM. See docs/security.md for what the
+    database files may still hold afterwards (WAL, full-text index keys).
+    """
+    async with engine.connect() as conn:
+        autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await autocommit.execute(text(f"VACUUM (SKIP_LOCKED) {', '.join(PURGED_TABLES)}"))

@@ -135,7 +135,7 @@ def detect_format(path: str | os.PathLike[str]) -> Literal["jsonl", "dce"]:
         return "dce"
     try:
         head = json.loads(stripped)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return "jsonl"  # read_jsonl reports the line-1 error with its number
     if isinstance(head, dict) and "messages" in head and ("guild" in head or "channel" in head):
         return "dce"
@@ -204,6 +204,8 @@ def _iter_jsonl(file: Path) -> Iterator[ImportedMessage]:
                 raise ImportFormatError(f"{where}: not valid UTF-8 (byte {exc.start} of the line)") from exc
             try:
                 record = json.loads(text)
+            except RecursionError:  # "[[[[...": json gives up past ~1,000 levels
+                raise ImportFormatError(f"{where}: nested too deeply (not a message)") from None
             except ValueError as exc:
                 if not raw.endswith(b"\n"):
                     raise ImportFormatError(f"{where}: truncated (the file ends inside this line)") from exc
@@ -269,6 +271,8 @@ def _load_dce(file: Path) -> tuple[list[Any], str]:
         raise ImportFormatError(f"{name}: cannot read ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
         raise ImportFormatError(f"{name}: not valid UTF-8 (near byte {exc.start})") from exc
+    except RecursionError:  # "[[[[...": json gives up past ~1,000 levels
+        raise ImportFormatError(f"{name}: nested too deeply (not a DiscordChatExporter export)") from None
     except json.JSONDecodeError as exc:
         if not exc.doc.rstrip().endswith("}"):  # a whole DCE document ends with its closing brace
             raise ImportFormatError(
@@ -400,7 +404,8 @@ def _optional_str(record: dict[str, Any], key: str, where: str) -> str:
 
 
 def _snowflake(value: str, field: str, where: str) -> int:
-    if not value.isascii() or not value.isdigit() or len(value) > 20:
+    # Discord ids fit PostgreSQL's bigint (below 2^63); a longer one fails the whole import.
+    if not value.isascii() or not value.isdigit() or len(value) > 20 or int(value) >= 2**63:
         raise ImportFormatError(f"{where}: '{field}' is not a Discord id (expected digits)")
     return int(value)
 
@@ -420,4 +425,7 @@ def _parse_time(value: object, field: str, where: str, *, required: bool) -> dat
         raise ImportFormatError(f"{where}: '{field}' is not an ISO 8601 time: {value[:40]!r}") from exc
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ImportFormatError(f"{where}: '{field}' has no UTC offset (add 'Z' or '+00:00'): {value[:40]!r}")
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # "0001-01-01T00:00:00+05:00" is before year 1 in UTC
+        raise ImportFormatError(f"{where}: '{field}' is out of range: {value[:40]!r}") from None

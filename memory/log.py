@@ -8,6 +8,7 @@ rolls back, increment included (idempotent ingest).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -95,27 +96,32 @@ async def get_chat(session: AsyncSession, chat_id: int) -> Chat:
     return chat
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def storable(text: str) -> str:
-    """PostgreSQL text cannot hold NUL (U+0000); Discord can. Keep the slot visible as U+FFFD
-    rather than fail the append and lose the message."""
-    return text.replace("\x00", "\ufffd")
+    """PostgreSQL text cannot hold NUL (U+0000); Discord can. Nor can UTF-8 hold a lone
+    surrogate, which a JSON import can (``"\\ud83d"``). Keep each slot visible as U+FFFD rather
+    than fail the append and lose the message (or the whole import)."""
+    return _UNSTORABLE.sub("\ufffd", text)
 
 
 def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
     body = storable(message_text(msg.content, msg.attachments, msg.reply_to))
+    author = storable(msg.author_name[:200])
     return {
         "chat_id": chat_id,
         "idx": index,
         "snowflake": msg.snowflake,
         "author_id": msg.author_id,
-        "author_name": storable(msg.author_name[:200]),
+        "author_name": author,
         "is_bot": msg.is_bot,
         "created_at": msg.created_at,
         "edited_at": msg.edited_at,
         "text": body,
         "attachments": [storable(a) for a in msg.attachments] or None,
         "reply_to": msg.reply_to,
-        "line_bytes": tail_line_bytes(index, msg.author_name[:200], body),
+        "line_bytes": tail_line_bytes(index, author, body),
     }
 
 

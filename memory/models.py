@@ -128,7 +128,9 @@ class MemoryRow(Base):
     chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True)
     shown: Mapped[list[list[int]]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     boundary: Mapped[int] = mapped_column(BigInteger, server_default="0")
-    staged: Mapped[list[list[int]] | None] = mapped_column(JSONB)
+    # none_as_null: None is SQL NULL, not the JSON value null, so `staged IS NOT NULL` finds
+    # only rows with a staged row (the scheduler's work list) and not every row ever swapped.
+    staged: Mapped[list[list[int]] | None] = mapped_column(JSONB(none_as_null=True))
     staged_boundary: Mapped[int | None] = mapped_column(BigInteger)
     batch_target: Mapped[int | None] = mapped_column(Integer)  # bytes; set while a batch is unfinished
     staged_ready: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))

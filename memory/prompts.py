@@ -70,18 +70,37 @@ TOO_LONG_MANY = (
 
 # Tags that frame data in our prompts. A message that contains one could close the frame
 # early and pose as instructions, so we bend the "<" of these tags into "‹" wherever chat
-# text is placed inside a frame (prompt injection hardening, issue 7).
-_FRAME_TAG = re.compile(r"<(/?)(chat|input|memory|out|tail|turn)\b", re.IGNORECASE)
+# text is placed inside a frame (prompt injection hardening, issue 7). A reader skips what
+# it cannot see, so whitespace, zero-width and direction marks inside a tag ("< /memory",
+# "<\u200b/tail>", "<ch\u2060at>") and the full-width brackets "＜" "﹤" count as the tag too.
+_HIDDEN = "[\\s\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]*"
+_FRAME_NAMES = ("chat", "input", "memory", "out", "tail", "turn")
+_FRAME_TAG = re.compile(
+    f"[<\uff1c\ufe64]{_HIDDEN}/?{_HIDDEN}(?:{'|'.join(_HIDDEN.join(name) for name in _FRAME_NAMES)})(?!\\w)",
+    re.IGNORECASE,
+)
+# What str.splitlines() (and a model reading the text) takes for a line break.
+_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+CONTINUATION = "\n    "
 
 
 def neutralize_frames(text: str) -> str:
     """Make text unable to open or close one of our frames (``<chat>``, ``</memory>``...)."""
-    return _FRAME_TAG.sub(lambda m: "‹" + m.group(1) + m.group(2), text)
+    return _FRAME_TAG.sub(lambda m: "‹" + m.group(0)[1:], text)
+
+
+def indent_continuations(text: str) -> str:
+    """A message's own line breaks as a newline and four spaces: no line of a message starts
+    a line of the prompt, so a message cannot pose as another message ("#12 ... bob: ...")
+    or as a memory line ("0+64 ...|...") where those are one per line."""
+    return _LINE_BREAK.sub(CONTINUATION, text)
 
 
 def flatten(line: str) -> str:
     """One physical line: newlines shown as `` / `` (DESIGN.md section 7)."""
-    return " / ".join(part.strip() for part in line.splitlines() if part.strip()) if "\n" in line else line
+    if not _LINE_BREAK.search(line):
+        return line
+    return " / ".join(part.strip() for part in _LINE_BREAK.split(line) if part.strip())
 
 
 def ruler(node_bytes: int = NODE_BYTES_DEFAULT) -> str:
@@ -97,7 +116,8 @@ def context_block(lines: Sequence[str]) -> str:
 def _task_input(task: CompactTask) -> str:
     if task.kind == "compress":
         # The message goes whole, newlines kept: cutting it would make the line lie.
-        return f"<input>\n{neutralize_frames(task.author)}: {neutralize_frames(task.text)}\n</input>"
+        message = indent_continuations(f"{task.author}: {task.text}")
+        return f"<input>\n{neutralize_frames(message)}\n</input>"
     left = neutralize_frames(flatten(task.left))
     right = neutralize_frames(flatten(task.right))
     return f"<input>\n{left}\n{right}\n</input>"

@@ -2,7 +2,9 @@
 
 Row line:  ``{id}+{n} {date}|{text}`` with ``date`` = ``YYYY-MM-DD`` or ``first..last``
            when the line spans several days, in the chat's time zone; newlines as `` / ``.
-Tail line: ``#{i} {YYYY-MM-DD HH:MM} {author}: {text}``, the words as written.
+Tail line: ``#{i} {YYYY-MM-DD HH:MM} {author}: {text}``, the words as written; the message's own
+           line breaks continue on lines indented by four spaces, so only a message's
+           first line starts with ``#`` (a message cannot pose as another one).
 
 Chat text never breaks our frames: ``<memory>``, ``</memory>`` and the like inside a
 message are bent (``‹/memory>``) so a message cannot close the block and pose as the
@@ -17,7 +19,7 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from memory.prompts import flatten, neutralize_frames
+from memory.prompts import flatten, indent_continuations, neutralize_frames
 from memory.tree import Node, address, utf8_len
 
 PLACEHOLDER = "(not summarized yet: zoom it)"
@@ -67,7 +69,8 @@ def tail_line(index: int, created_at: datetime, author: str | None, text: str | 
     stamp = created_at.astimezone(zone(tz)).strftime("%Y-%m-%d %H:%M")
     if author is None:
         return f"#{index} {stamp} {ERASED}"
-    return f"#{index} {stamp} {neutralize_frames(author)}: {neutralize_frames(text or '')}"
+    said = indent_continuations(f"{author}: {text or ''}")
+    return f"#{index} {stamp} {neutralize_frames(said)}"
 
 
 def memory_block(lines: Sequence[str]) -> str:
