@@ -32,6 +32,7 @@ from tests.fakes.prompt_cache import estimate_tokens
 
 QUIET_SWAP = "quiet swap"
 SWAP_AT_ONCE = "swap as soon as built"
+EVERY_TURN = "a reply turn at every message"
 CACHE_LIFETIMES = ("5m", "1h")
 
 

@@ -20,7 +20,7 @@ from memory.anthropic_summarizer import first_turn, max_tokens_for
 from memory.clock import SimulatedClock
 from memory.fake_summarizer import FakeSummarizer, fake_compress_try, fake_merge_try, node_seed
 from memory.pricing import PriceTable, Usage
-from memory.prompts import COMPACT_SYSTEM, too_long_block
+from memory.prompts import COMPACT_SYSTEM, context_block, task_block, too_long_block
 from memory.summarizer import CompactTask, SummaryBatch
 from tests.fakes.prompt_cache import PromptCache, blocks_of_request, estimate_tokens
 
@@ -58,11 +58,20 @@ class MeterFigures:
 class CacheMeter:
     """One model's prompt cache plus the running totals of every request accounted on it."""
 
-    def __init__(self, model: str, clock: Callable[[], float], prices: PriceTable | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        clock: Callable[[], float],
+        prices: PriceTable | None = None,
+        *,
+        blocked_context: bool = False,
+    ) -> None:
         self.model = model
         self.cache = PromptCache(clock)
         self.prices = prices or PriceTable()
         self.totals = MeterFigures(model)
+        # What-if for compactor calls: the <chat> context in 4-line blocks (see context_blocks).
+        self.blocked_context = blocked_context
         self._cost = Decimal(0)
 
     def account(self, body: Mapping[str, Any], output_tokens: int) -> Usage:
@@ -129,6 +138,28 @@ def _first_try(task: CompactTask, overshoot_rate: float, node_bytes: int) -> str
     return fake_merge_try(task.left, task.right, seed, 1, overshoot_rate, node_bytes)
 
 
+CONTEXT_BLOCK_LINES = 4
+
+
+def context_blocks(context: Sequence[str], tasks: Sequence[CompactTask], node_bytes: int) -> dict[str, Any]:
+    """What-if layout of the compactor's user turn: the same ``<chat>`` text cut into blocks of
+    4 lines, the mark on the last whole block (as the reply row is), then the task block. The
+    context of consecutive calls starts at the same 16 KB grid line, so a later call finds the
+    earlier call's mark within the 20-block lookback and reads that prefix."""
+    text = context_block(context)
+    lines = text.split("\n")
+    blocks: list[dict[str, Any]] = []
+    for start in range(0, len(lines), CONTEXT_BLOCK_LINES):
+        chunk = lines[start : start + CONTEXT_BLOCK_LINES]
+        last = start + CONTEXT_BLOCK_LINES >= len(lines)
+        blocks.append({"type": "text", "text": "\n".join(chunk) + ("" if last else "\n")})
+    whole = [k for k in range(len(blocks)) if (k + 1) * CONTEXT_BLOCK_LINES <= len(lines) - 1]
+    if whole:
+        blocks[whole[-1]] = {**blocks[whole[-1]], "cache_control": {"type": "ephemeral"}}
+    blocks.append({"type": "text", "text": task_block(tasks, node_bytes)})
+    return {"role": "user", "content": blocks}
+
+
 def compaction_requests(
     model: str,
     context: Sequence[str],
@@ -137,6 +168,7 @@ def compaction_requests(
     *,
     node_bytes: int,
     overshoot_rate: float,
+    blocked_context: bool = False,
 ) -> list[tuple[dict[str, Any], int]]:
     """The requests :class:`~memory.anthropic_summarizer.AnthropicSummarizer` sends for one
     ``summarize`` call whose answer was ``batch``, each with its output tokens: the first
@@ -147,7 +179,8 @@ def compaction_requests(
     steps = list(range(1, len(tasks) + 1)) if many else None
     firsts = [_first_try(task, overshoot_rate, node_bytes) for task in tasks]
     reply = _out_text(firsts, steps)
-    messages: list[dict[str, Any]] = [first_turn(context, tasks, node_bytes)]
+    opening = context_blocks if blocked_context else first_turn
+    messages: list[dict[str, Any]] = [opening(context, tasks, node_bytes)]
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens_for(len(tasks)),
@@ -190,6 +223,7 @@ class MeteredSummarizer:
                 batch,
                 node_bytes=self.inner.node_bytes,
                 overshoot_rate=self.inner.overshoot_rate,
+                blocked_context=meter.blocked_context,
             ):
                 meter.account(body, output_tokens)
         return batch

@@ -43,6 +43,7 @@ from memory.view import PromptView, prompt_view
 
 REPLY_MODEL = "claude-sonnet-5-5"
 COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")
+BLOCKED_WHAT_IF = "claude-haiku-4-5, context in 4-line blocks (what-if)"
 REPLY_OUTPUT_TOKENS = 150  # a group-chat answer of a few sentences
 REPLY_MAX_TOKENS = 1024
 SAMPLE_EVERY = 50
@@ -167,7 +168,12 @@ class TurnHooks:
         self.clock = SimulatedClock()
         self.spec = spec
         self.sampler = ReplySampler(person, spec.sample_every)
-        self.compact_meters = [CacheMeter(model, corpus_seconds(self.clock)) for model in COMPACT_MODELS]
+        self.compact_meters = {
+            model: CacheMeter(model, corpus_seconds(self.clock)) for model in COMPACT_MODELS
+        }
+        self.compact_meters[BLOCKED_WHAT_IF] = CacheMeter(
+            COMPACT_MODELS[0], corpus_seconds(self.clock), blocked_context=True
+        )
         self.replies = ReplyMeter(self.clock, spec.ttls)
         self.rolling = (
             RollingSummary(spec.config, self.clock, summary_bytes=spec.rolling_summary_bytes)
@@ -178,7 +184,7 @@ class TurnHooks:
         self.chat_id = 0
 
     def wrap(self, summarizer: FakeSummarizer) -> Summarizer:
-        return MeteredSummarizer(summarizer, self.compact_meters)
+        return MeteredSummarizer(summarizer, list(self.compact_meters.values()))
 
     async def started(self, sessions: async_sessionmaker[AsyncSession], chat_id: int) -> None:
         self.sessions, self.chat_id = sessions, chat_id
@@ -219,7 +225,7 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         messages=result.messages,
         person=person,
         replay=result.as_json(),
-        compaction={m.model: m.totals for m in hooks.compact_meters},
+        compaction={label: m.totals for label, m in hooks.compact_meters.items()},
         replies=hooks.replies.figures(),
         turns=hooks.replies.turns,
         largest_prompt_bytes=hooks.replies.largest_prompt_bytes,

@@ -9,8 +9,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from bench.report import Plan, collect
 from bench.render import render
+from bench.report import Plan, collect
 from bench.scale import ScaleSpec
 from tests.memory.helpers import SMALL
 
@@ -34,17 +34,22 @@ def tables(markdown: str) -> list[list[list[str]]]:
 async def test_report_renders_every_table_from_measurement(postgres_admin_url: str, shared_data: Path) -> None:
     irc = shared_data / "irc"
     scale = ScaleSpec(irc / "rust.jsonl", messages=3_000, samples=8, ingest=40, erase=100, config=SMALL)
-    plan = Plan("test", irc / "rust.jsonl", 500, (irc / "stripe.jsonl",), 300, scale, SMALL)
+    plan = Plan("test", irc / "rust.jsonl", 500, (irc / "stripe.jsonl",), 300, scale, SMALL, every_turn_limit=120)
     collected = await collect(plan, postgres_admin_url, workers=1)
 
-    quiet, at_once, other = collected.runs
+    quiet, at_once, every, other = collected.runs
     assert quiet.messages == at_once.messages == 500 and other.messages == 300
+    assert every.turns == every.messages == 120  # a turn at every message
     assert quiet.replay["invariant_violations"] == 0 and at_once.replay["invariant_violations"] == 0
     assert quiet.turns > 5 and quiet.turns == at_once.turns  # the same sample on the same messages
     assert quiet.replies["1h"].requests == quiet.replies["5m"].requests
     haiku = quiet.compaction["claude-haiku-4-5"]
     assert haiku.requests == quiet.replay["model_calls"] > 0  # every billed request priced
-    assert 0 < haiku.cost_usd and 0 < quiet.replies["5m"].read_share < 1
+    blocked = quiet.compaction["claude-haiku-4-5, context in 4-line blocks (what-if)"]
+    # The same text in more blocks: only the per-block rounding of the token estimate differs.
+    assert blocked.requests == haiku.requests
+    assert abs(blocked.prompt_tokens - haiku.prompt_tokens) <= 0.02 * haiku.prompt_tokens
+    assert haiku.cost_usd > 0 and 0 < quiet.replies["5m"].read_share < 1
     assert quiet.rolling is not None and quiet.rolling["rewrites"] >= 3
     assert collected.scale.latencies["prompt"].samples == 8
     assert collected.scale.erase_messages == 100 and collected.scale.ingest_per_second > 0
@@ -66,8 +71,8 @@ async def test_swap_at_once_swaps_at_least_as_often(postgres_admin_url: str, sha
     """The swap-policy knob is real: with QUIET = 0 a staged row never waits for a quiet chat."""
     irc = shared_data / "irc"
     scale = ScaleSpec(irc / "rust.jsonl", messages=500, samples=2, ingest=5, erase=10, config=SMALL)
-    plan = Plan("test", irc / "rust.jsonl", 400, (), None, scale, replace(SMALL, quiet_seconds=3600))
+    plan = Plan("test", irc / "rust.jsonl", 400, (), None, scale, replace(SMALL, quiet_seconds=3600), 50)
     collected = await collect(plan, postgres_admin_url, workers=1)
-    quiet, at_once = collected.runs
+    quiet, at_once, _ = collected.runs
     assert at_once.replay["forced_swaps"] == 0
     assert at_once.replay["swaps"] > quiet.replay["swaps"]
