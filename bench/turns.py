@@ -96,10 +96,8 @@ class ReplyMeter:
         self.meters = {ttl: CacheMeter(model, corpus_seconds(clock), prices) for ttl in ttls}
         self.turns = 0
         self.largest_prompt_bytes = 0
-        self.build_seconds = 0.0
 
     def account(self, view: PromptView, index: int, record: ImportedMessage) -> None:
-        started = time.perf_counter()
         note = TurnNote(self.clock.now(), view.timezone, (Trigger(record.author_name, 0, index),))
         body = build_request(
             model=self.model,
@@ -109,7 +107,6 @@ class ReplyMeter:
             view=view,
             note=note,
         )
-        self.build_seconds += time.perf_counter() - started
         self.turns += 1
         self.largest_prompt_bytes = max(self.largest_prompt_bytes, request_bytes(body))
         for ttl, meter in self.meters.items():

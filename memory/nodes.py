@@ -3,12 +3,11 @@ the compactor builds them again (DESIGN.md section 5)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, delete, select, tuple_
+from sqlalchemy import and_, delete, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -44,20 +43,29 @@ class NodeWrite:
     cache_read_tokens: int = 0
 
 
+# One round trip for any set of nodes: a join of the wanted (level, idx) pairs on the primary
+# key. One query per level cost a reply prompt ~10-15 round trips on a deep row (prompt_view
+# p95 52 -> 34 ms on a 100K-message chat, docs/benchmarks.md).
+_FETCH = text("""
+    SELECT n.level, n.idx, n.text, n.first_at, n.last_at, n.by_model
+    FROM unnest(CAST(:levels AS smallint[]), CAST(:idxs AS bigint[])) AS w(level, idx)
+    JOIN nodes n ON n.chat_id = :chat_id AND n.level = w.level AND n.idx = w.idx
+""")
+
+
 async def fetch(session: AsyncSession, chat_id: int, nodes: Iterable[Node]) -> dict[Node, NodeRecord]:
-    """The built ones among ``nodes`` (one query per level; each uses the primary key)."""
-    by_level: dict[int, set[int]] = defaultdict(set)
-    for level, index in nodes:
-        by_level[level].add(index)
+    """The built ones among ``nodes`` (one query, by the primary key)."""
+    wanted = sorted(set(nodes))
+    if not wanted:
+        return {}
+    rows = await session.execute(
+        _FETCH,
+        {"chat_id": chat_id, "levels": [level for level, _ in wanted], "idxs": [idx for _, idx in wanted]},
+    )
     found: dict[Node, NodeRecord] = {}
-    for level, indexes in by_level.items():
-        rows = await session.execute(
-            select(TreeNode.idx, TreeNode.text, TreeNode.first_at, TreeNode.last_at, TreeNode.by_model).where(
-                TreeNode.chat_id == chat_id, TreeNode.level == level, TreeNode.idx.in_(sorted(indexes))
-            )
-        )
-        for idx, text, first_at, last_at, by_model in rows:
-            found[(level, idx)] = NodeRecord((level, idx), text, first_at, last_at, by_model)
+    for level, idx, line, first_at, last_at, by_model in rows:
+        node = (int(level), int(idx))
+        found[node] = NodeRecord(node, line, first_at, last_at, by_model)
     return found
 
 
