@@ -48,7 +48,8 @@ def chat_key(channel: Any) -> ChatKey | None:
     if isinstance(channel, discord.DMChannel):
         recipient = channel.recipient
         who = recipient.name if recipient is not None else str(channel.id)
-        return ChatKey(kind="dm", name=f"dm-{who}", discord_id=channel.id)
+        recipient_id = recipient.id if recipient is not None else None
+        return ChatKey(kind="dm", name=f"dm-{who}", discord_id=channel.id, recipient_id=recipient_id)
     return None
 
 
@@ -77,8 +78,11 @@ async def chat_for_channel(bot: discord.Client, channel: Any) -> int | None:
     if info is not None:
         if info.paused:
             return None
-        if key is not None and info.name != key.name[:200] and key.name != f"dm-{channel.id}":
-            await engine.ensure_chat(key)  # the channel was renamed: keep `eva stats` readable
+        renamed = key is not None and info.name != key.name[:200] and key.name != f"dm-{channel.id}"
+        learned = key is not None and key.recipient_id is not None and info.recipient_id is None
+        if renamed or learned:
+            assert key is not None
+            await engine.ensure_chat(key)  # renamed (keep `eva stats` readable), or its person now known
         return info.id
     if key is None and isinstance(channel, discord.PartialMessageable):
         # Not in discord.py's cache (a thread we were just added to, say): ask Discord what it is.
@@ -88,6 +92,8 @@ async def chat_for_channel(bot: discord.Client, channel: Any) -> int | None:
             return None
     if key is None or key.discord_id is None:
         return None
+    if key.recipient_id is not None and key.recipient_id in await engine.opted_out(None):
+        return None  # a person who opted out of DM memory gets no chat row at all, not even their name
     return await engine.ensure_chat(key)
 
 

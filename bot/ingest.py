@@ -38,6 +38,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from bot.chats import LOGGED_TYPES, channel_for_chat, chat_for_channel, is_dm, replied_snowflake, visible
 from bot.chats import message_to_new as message_to_new
+from bot.reconcile import Reconcile, run_page, window_start
+from memory.reconcile import last_message_times
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -87,7 +89,7 @@ class Backfill:
     after: int | None = None  # start here when the chat has nothing logged yet
 
 
-Op = Append | Edit | Erase | Backfill
+Op = Append | Edit | Erase | Backfill | Reconcile
 
 
 @dataclass(eq=False)
@@ -169,6 +171,9 @@ class Ingest:
     def queue_erase(self, channel: Any, guild_id: int | None, message_ids: set[int]) -> None:
         if message_ids:
             self._push(self._queue(channel, guild_id), Erase(frozenset(message_ids)))
+
+    def queue_reconcile(self, channel: Any, guild_id: int | None, op: Reconcile) -> None:
+        self._push(self._queue(channel, guild_id), op)
 
     def _queue(self, channel: Any, guild_id: int | None) -> ChannelQueue:
         q = self.queues.get(channel.id)
@@ -267,6 +272,11 @@ class Ingest:
             chat_id = await self._chat(q, op.message.channel)
             if chat_id is not None:
                 await self.store(chat_id, op.message)
+            return
+        if isinstance(op, Reconcile):
+            following = await run_page(self, q, op)
+            if following is not None:
+                self._push(q, following)  # behind what arrived meanwhile: live messages keep flowing
             return
         info = await self.engine.chat_by_discord_id(q.channel_id)
         if isinstance(op, Edit):
@@ -377,14 +387,17 @@ class Ingest:
         else:
             self._held_guilds.add(guild_id)
 
-    async def resync(self, guild_id: int | None = None) -> int:
+    async def resync(self, guild_id: int | None = None, *, reconcile: bool = True) -> int:
         """Queue a backfill at the head of each logged channel's queue (of one guild, or all),
-        then write again. Returns the number of channels queued."""
+        then (``reconcile``: events were lost) a comparison of the window around the outage
+        with Discord (bot/reconcile.py), then write again. Returns the number of channels queued."""
         try:
             chats = await self.retrying(self.engine.logged_discord_chats)
+            # Read before any backfill runs: the newest message logged before the outage.
+            last_at = await self.retrying(lambda: self._last_message_times([c.id for c in chats]))
         except Exception as exc:  # a bug must not keep the gate shut: log live messages anyway
             log.error("ingest.resync_failed", guild_id=guild_id, error=type(exc).__name__)
-            chats = []
+            chats, last_at = [], {}
         queued = 0
         for info in chats:
             if guild_id is not None and info.guild_id != guild_id:
@@ -395,7 +408,11 @@ class Ingest:
             if channel is None:
                 continue
             self._channel_of_chat[info.id] = channel.id
-            self._push(self._queue(channel, info.guild_id), Backfill(chat_id=info.id), first=True)
+            q = self._queue(channel, info.guild_id)
+            self._push(q, Backfill(chat_id=info.id), first=True)
+            after = window_start(last_at.get(info.id), self.settings.reconcile_recent) if reconcile else None
+            if after is not None:
+                q.ops.insert(1, Reconcile(info.id, after))  # right behind its backfill, before live events
             queued += 1
         if guild_id is None:
             self.is_open = True
@@ -403,6 +420,10 @@ class Ingest:
             self._held_guilds.discard(guild_id)
         self._kick_all()
         return queued
+
+    async def _last_message_times(self, chat_ids: list[int]) -> dict[int, Any]:
+        async with self.services.sessions() as s:
+            return await last_message_times(s, chat_ids)
 
     async def forget_channels(
         self, match: Callable[[ChannelQueue], bool], forget: Callable[[], Awaitable[ErasureReport]]

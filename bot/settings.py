@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = "console"
     log_level: str = "INFO"
 
+    # --- reconciliation with Discord (bot/reconcile.py)
+    reconcile_recent: float = 86_400.0  # after a reconnect: the day before the outage, and since
+    reconcile_period: float = 2_592_000.0  # the background walk covers each chat's history every 30 days
+
     @field_validator("timezone")
     @classmethod
     def _known_timezone(cls, value: str) -> str:
