@@ -269,7 +269,9 @@ class Ingest:
     # --- writing
     async def _apply(self, q: ChannelQueue, op: Op) -> None:
         if isinstance(op, Append):
-            chat_id = await self._chat(q, op.message.channel)
+            me, author = self.bot.user, op.message.author
+            person = author if is_dm(op.message.channel) and (me is None or author.id != me.id) else None
+            chat_id = await self._chat(q, op.message.channel, person)
             if chat_id is not None:
                 await self.store(chat_id, op.message)
             return
@@ -290,8 +292,8 @@ class Ingest:
         else:
             await self._backfill(q, op)
 
-    async def _chat(self, q: ChannelQueue, channel: Any) -> int | None:
-        chat_id = await chat_for_channel(self.bot, channel)
+    async def _chat(self, q: ChannelQueue, channel: Any, person: Any = None) -> int | None:
+        chat_id = await chat_for_channel(self.bot, channel, person)
         if chat_id is not None:
             self._channel_of_chat[chat_id] = q.channel_id
         return chat_id
