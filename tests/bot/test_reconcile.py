@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -16,6 +17,7 @@ from memory.log import ChatKey, NewMessage
 from memory.models import Message, OptOut, ReconcileCursor
 from tests.bot.reconcile_world import chats_of_guild, eventually, fake, row_of, start_bot
 from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_model import READ_MESSAGE_HISTORY
 
 __all__ = ["fake"]  # the fixture
 
@@ -217,5 +219,63 @@ async def test_a_guild_in_an_outage_at_ready_is_kept_and_reconciled_when_it_is_b
             return row is not None and row.erased_at is not None
 
         await eventually(erased)
+    finally:
+        await bot.stop()
+
+
+async def test_a_channel_whose_history_the_bot_cannot_read_is_not_taken_for_empty(
+    fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    ids = fake.ids
+    bot = await start_bot(services)
+    said = fake.chat.post_user_message(ids.general, ids.bob, "still here, only unreadable")
+    await eventually(lambda: row_of(sessions, said["id"]))
+    await bot.stop()
+    # Read Message History taken away: Discord then answers history with [] (no error).
+    deny = {"id": str(ids.guild), "type": 0, "allow": "0", "deny": str(READ_MESSAGE_HISTORY)}
+    fake.world.channels[ids.general].permission_overwrites = [deny]
+
+    bot = await start_bot(services)
+    try:
+        row = await row_of(sessions, said["id"])
+        assert row is not None and row.erased_at is None and row.text == "still here, only unreadable"
+    finally:
+        await bot.stop()
+
+
+async def test_a_live_edit_during_a_page_wins_over_the_page(
+    fake: FakeDiscord,
+    services: Services,
+    sessions: async_sessionmaker[AsyncSession],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ids = fake.ids
+    bot = await start_bot(services)
+    said = fake.chat.post_user_message(ids.general, ids.alice, "first version")
+    await eventually(lambda: row_of(sessions, said["id"]))
+    await bot.stop()
+    fake.chat.edit_user_message(int(said["id"]), "second version")  # lost: nobody connected
+    serve = fake.chat.bot_history
+
+    def page_then_live_edit(channel_id: int, query: dict[str, str]) -> list[dict[str, object]]:
+        page = serve(channel_id, query)
+        if int(query.get("after", 0)) < int(said["id"]):  # the reconcile window, not the backfill
+            monkeypatch.setattr(fake.chat, "bot_history", serve)
+            # Edited again while the page is on its way: the page is stale when it arrives.
+            fake.chat.edit_user_message(int(said["id"]), "third version")
+        return page
+
+    monkeypatch.setattr(fake.chat, "bot_history", page_then_live_edit)
+    bot = await start_bot(services)
+    try:
+
+        async def third() -> bool:
+            row = await row_of(sessions, said["id"])
+            return row is not None and row.text == "third version"
+
+        await eventually(third)
+        await bot.settled()
+        row = await row_of(sessions, said["id"])
+        assert row is not None and row.text == "third version"  # the live edit came last
     finally:
         await bot.stop()
