@@ -125,4 +125,6 @@ class Settings(BaseSettings):
             out.append("NODE_BYTES below 64 leaves no room for a useful line")
         if self.jobs < 1 or self.tries < 1:
             out.append("JOBS and TRIES must be at least 1")
+        if self.reconcile_recent < 0 or self.reconcile_period < 0:
+            out.append("RECONCILE_RECENT and RECONCILE_PERIOD cannot be negative")
         return out
