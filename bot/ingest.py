@@ -38,8 +38,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from bot.chats import LOGGED_TYPES, channel_for_chat, chat_for_channel, is_dm, replied_snowflake, visible
 from bot.chats import message_to_new as message_to_new
-from bot.reconcile import Reconcile, run_page, window_start
-from memory.reconcile import last_message_times
+from bot.reconcile import Reconcile, last_logged_times, run_page, window_start
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -396,7 +395,7 @@ class Ingest:
         try:
             chats = await self.retrying(self.engine.logged_discord_chats)
             # Read before any backfill runs: the newest message logged before the outage.
-            last_at = await self.retrying(lambda: self._last_message_times([c.id for c in chats]))
+            last_at = await self.retrying(lambda: last_logged_times(self.services, [c.id for c in chats]))
         except Exception as exc:  # a bug must not keep the gate shut: log live messages anyway
             log.error("ingest.resync_failed", guild_id=guild_id, error=type(exc).__name__)
             chats, last_at = [], {}
@@ -422,10 +421,6 @@ class Ingest:
             self._held_guilds.discard(guild_id)
         self._kick_all()
         return queued
-
-    async def _last_message_times(self, chat_ids: list[int]) -> dict[int, Any]:
-        async with self.services.sessions() as s:
-            return await last_message_times(s, chat_ids)
 
     async def forget_channels(
         self, match: Callable[[ChannelQueue], bool], forget: Callable[[], Awaitable[ErasureReport]]

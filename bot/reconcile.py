@@ -40,6 +40,7 @@ from memory.reconcile import (
     LoggedMessage,
     claim_due,
     ensure_cursors,
+    last_message_times,
     logged_after,
     recent_done,
     text_digest,
@@ -48,6 +49,7 @@ from memory.reconcile import (
 
 if TYPE_CHECKING:
     from bot.ingest import ChannelQueue, Ingest
+    from bot.services import Services
 
 log = structlog.get_logger(__name__)
 
@@ -113,6 +115,11 @@ def absent_guilds(logged: Iterable[int], ready: Iterable[int]) -> set[int]:
     """Guilds with logged channels that READY no longer lists: the bot was removed while away.
     READY lists every guild the bot is in, unavailable ones (an outage) included."""
     return set(logged) - set(ready)
+
+
+async def last_logged_times(services: Services, chat_ids: list[int]) -> dict[int, datetime | None]:
+    async with services.sessions() as s:
+        return await last_message_times(s, chat_ids)
 
 
 def window_start(last_message_at: datetime | None, recent: float) -> int | None:
