@@ -32,9 +32,10 @@ LOGGED_TYPES = frozenset(
 )
 
 
-def chat_key(channel: Any) -> ChatKey | None:
+def chat_key(channel: Any, person: Any = None) -> ChatKey | None:
     """Where a channel's memory lives, or None for channels that are not a conversation
-    (categories, forums themselves, group DMs)."""
+    (categories, forums themselves, group DMs). ``person``: who a DM is with, when discord.py
+    does not know (a DM channel built from a message event has no recipients)."""
     if isinstance(channel, discord.Thread):
         return ChatKey(
             kind="thread",
@@ -46,9 +47,10 @@ def chat_key(channel: Any) -> ChatKey | None:
     if isinstance(channel, GUILD_TEXT_TYPES):
         return ChatKey(kind="text", name=channel.name, discord_id=channel.id, guild_id=channel.guild.id)
     if isinstance(channel, discord.DMChannel):
-        recipient = channel.recipient
+        recipient = channel.recipient or person
         who = recipient.name if recipient is not None else str(channel.id)
-        return ChatKey(kind="dm", name=f"dm-{who}", discord_id=channel.id)
+        recipient_id = recipient.id if recipient is not None else None
+        return ChatKey(kind="dm", name=f"dm-{who}", discord_id=channel.id, recipient_id=recipient_id)
     return None
 
 
@@ -65,20 +67,24 @@ def services_of(bot: discord.Client) -> Services:
     return services
 
 
-async def chat_for_channel(bot: discord.Client, channel: Any) -> int | None:
+async def chat_for_channel(bot: discord.Client, channel: Any, person: Any = None) -> int | None:
     """The chat id of a channel, thread or DM (created on first sight), or None when the
-    channel is not remembered: paused, a DM while REPLY_IN_DMS is off, or not a conversation."""
+    channel is not remembered: paused, a DM while REPLY_IN_DMS is off or with a person who
+    opted out, or not a conversation. ``person``: the author of a DM message (not the bot)."""
     services = services_of(bot)
     if is_dm(channel) and not services.settings.reply_in_dms:
         return None
     engine = services.engine
     info = await engine.chat_by_discord_id(channel.id)
-    key = chat_key(channel)
+    key = chat_key(channel, person)
     if info is not None:
         if info.paused:
             return None
-        if key is not None and info.name != key.name[:200] and key.name != f"dm-{channel.id}":
-            await engine.ensure_chat(key)  # the channel was renamed: keep `eva stats` readable
+        renamed = key is not None and info.name != key.name[:200] and key.name != f"dm-{channel.id}"
+        learned = key is not None and key.recipient_id is not None and info.recipient_id is None
+        if renamed or learned:
+            assert key is not None
+            await engine.ensure_chat(key)  # renamed (keep `eva stats` readable), or its person now known
         return info.id
     if key is None and isinstance(channel, discord.PartialMessageable):
         # Not in discord.py's cache (a thread we were just added to, say): ask Discord what it is.
@@ -87,6 +93,11 @@ async def chat_for_channel(bot: discord.Client, channel: Any) -> int | None:
         except discord.HTTPException:
             return None
     if key is None or key.discord_id is None:
+        return None
+    # A DM chat is created only once we know who it is with, and never for a person who opted
+    # out of DM memory: not even a row with their name. (Unknown: the bot's own echo in a DM
+    # channel discord.py has not cached; the person's next message creates it.)
+    if key.kind == "dm" and (key.recipient_id is None or key.recipient_id in await engine.opted_out(None)):
         return None
     return await engine.ensure_chat(key)
 

@@ -38,6 +38,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from bot.chats import LOGGED_TYPES, channel_for_chat, chat_for_channel, is_dm, replied_snowflake, visible
 from bot.chats import message_to_new as message_to_new
+from bot.reconcile import Reconcile, last_logged_times, run_page, window_start
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -87,7 +88,7 @@ class Backfill:
     after: int | None = None  # start here when the chat has nothing logged yet
 
 
-Op = Append | Edit | Erase | Backfill
+Op = Append | Edit | Erase | Backfill | Reconcile
 
 
 @dataclass(eq=False)
@@ -169,6 +170,9 @@ class Ingest:
     def queue_erase(self, channel: Any, guild_id: int | None, message_ids: set[int]) -> None:
         if message_ids:
             self._push(self._queue(channel, guild_id), Erase(frozenset(message_ids)))
+
+    def queue_reconcile(self, channel: Any, guild_id: int | None, op: Reconcile) -> None:
+        self._push(self._queue(channel, guild_id), op)
 
     def _queue(self, channel: Any, guild_id: int | None) -> ChannelQueue:
         q = self.queues.get(channel.id)
@@ -264,9 +268,16 @@ class Ingest:
     # --- writing
     async def _apply(self, q: ChannelQueue, op: Op) -> None:
         if isinstance(op, Append):
-            chat_id = await self._chat(q, op.message.channel)
+            me, author = self.bot.user, op.message.author
+            person = author if is_dm(op.message.channel) and (me is None or author.id != me.id) else None
+            chat_id = await self._chat(q, op.message.channel, person)
             if chat_id is not None:
                 await self.store(chat_id, op.message)
+            return
+        if isinstance(op, Reconcile):
+            following = await run_page(self, q, op)
+            if following is not None:
+                self._push(q, following)  # behind what arrived meanwhile: live messages keep flowing
             return
         info = await self.engine.chat_by_discord_id(q.channel_id)
         if isinstance(op, Edit):
@@ -280,8 +291,8 @@ class Ingest:
         else:
             await self._backfill(q, op)
 
-    async def _chat(self, q: ChannelQueue, channel: Any) -> int | None:
-        chat_id = await chat_for_channel(self.bot, channel)
+    async def _chat(self, q: ChannelQueue, channel: Any, person: Any = None) -> int | None:
+        chat_id = await chat_for_channel(self.bot, channel, person)
         if chat_id is not None:
             self._channel_of_chat[chat_id] = q.channel_id
         return chat_id
@@ -377,14 +388,17 @@ class Ingest:
         else:
             self._held_guilds.add(guild_id)
 
-    async def resync(self, guild_id: int | None = None) -> int:
+    async def resync(self, guild_id: int | None = None, *, reconcile: bool = True) -> int:
         """Queue a backfill at the head of each logged channel's queue (of one guild, or all),
-        then write again. Returns the number of channels queued."""
+        then (``reconcile``: events were lost) a comparison of the window around the outage
+        with Discord (bot/reconcile.py), then write again. Returns the number of channels queued."""
         try:
             chats = await self.retrying(self.engine.logged_discord_chats)
+            # Read before any backfill runs: the newest message logged before the outage.
+            last_at = await self.retrying(lambda: last_logged_times(self.services, [c.id for c in chats]))
         except Exception as exc:  # a bug must not keep the gate shut: log live messages anyway
             log.error("ingest.resync_failed", guild_id=guild_id, error=type(exc).__name__)
-            chats = []
+            chats, last_at = [], {}
         queued = 0
         for info in chats:
             if guild_id is not None and info.guild_id != guild_id:
@@ -395,7 +409,11 @@ class Ingest:
             if channel is None:
                 continue
             self._channel_of_chat[info.id] = channel.id
-            self._push(self._queue(channel, info.guild_id), Backfill(chat_id=info.id), first=True)
+            q = self._queue(channel, info.guild_id)
+            self._push(q, Backfill(chat_id=info.id), first=True)
+            after = window_start(last_at.get(info.id), self.settings.reconcile_recent) if reconcile else None
+            if after is not None:
+                q.ops.insert(1, Reconcile(info.id, after))  # right behind its backfill, before live events
             queued += 1
         if guild_id is None:
             self.is_open = True

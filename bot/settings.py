@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = "console"
     log_level: str = "INFO"
 
+    # --- reconciliation with Discord (bot/reconcile.py)
+    reconcile_recent: float = 86_400.0  # after a reconnect: the day before the outage, and since
+    reconcile_period: float = 2_592_000.0  # the background walk covers each chat's history every 30 days
+
     @field_validator("timezone")
     @classmethod
     def _known_timezone(cls, value: str) -> str:
@@ -121,4 +125,6 @@ class Settings(BaseSettings):
             out.append("NODE_BYTES below 64 leaves no room for a useful line")
         if self.jobs < 1 or self.tries < 1:
             out.append("JOBS and TRIES must be at least 1")
+        if self.reconcile_recent < 0 or self.reconcile_period < 0:
+            out.append("RECONCILE_RECENT and RECONCILE_PERIOD cannot be negative")
         return out

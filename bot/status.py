@@ -6,6 +6,7 @@ from datetime import datetime
 
 from bot.forget import plural
 from bot.services import Services
+from memory.reconcile import ReconcileState, reconcile_state
 from memory.stats import ChatStats, NodeDetail, chat_stats, node_detail
 
 
@@ -53,11 +54,21 @@ def format_status(label: str, stats: ChatStats, now: datetime) -> str:
     return "\n".join(lines)
 
 
+def format_reconciled(state: ReconcileState) -> str:
+    """When the chat was last compared with Discord (deletions and edits made while the bot
+    was away): the window after a reconnect, and the slow walk over the whole history."""
+    walk = f"whole history {_when(state.history_at)}"
+    if state.walking:
+        walk += ", a new pass under way"
+    return f"Reconciled with Discord: recent messages {_when(state.recent_at)}; {walk}"
+
+
 async def memory_status(services: Services, chat_id: int, label: str) -> str:
     now = services.clock.now()
     async with services.sessions() as session:
         stats = await chat_stats(session, chat_id, now, services.engine.config)
-    return format_status(label, stats, now)
+        reconciled = await reconcile_state(session, chat_id)
+    return format_status(label, stats, now) + "\n" + format_reconciled(reconciled)
 
 
 def format_node(detail: NodeDetail) -> str:

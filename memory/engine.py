@@ -33,6 +33,7 @@ class ChatInfo:
     kind: str
     name: str
     paused: bool
+    recipient_id: int | None = None  # a DM chat's person
 
 
 class MemoryEngine:
@@ -129,10 +130,16 @@ class MemoryEngine:
     async def _dm_chats_of(self, s: AsyncSession, user_id: int) -> list[int]:
         from memory.models import Message
 
+        # By the chat's recipient: their own messages may all be deleted while the bot's
+        # replies quoting them remain. By authored messages too, for a DM whose recipient
+        # was never known (its first sight had no recipient in discord.py's cache).
         rows = await s.scalars(
             select(Chat.id)
             .where(Chat.kind == "dm")
-            .where(Chat.id.in_(select(Message.chat_id).where(Message.author_id == user_id)))
+            .where(
+                (Chat.recipient_id == user_id)
+                | Chat.id.in_(select(Message.chat_id).where(Message.author_id == user_id))
+            )
         )
         return list(rows.all())
 
@@ -157,8 +164,8 @@ class MemoryEngine:
     async def forget_guild(self, guild_id: int) -> ErasureReport:
         async with self.sessions() as s, s.begin():
             ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
+            # Opt-outs stay (they hold only ids): after a re-invite the person is still not logged.
             report = await erase.delete_chats(s, ids)
-            await s.execute(delete(OptOut).where(OptOut.guild_id == guild_id))
         self.purge_due = True
         return report
 
@@ -246,4 +253,6 @@ class MemoryEngine:
 
 
 def _info(chat: Chat) -> ChatInfo:
-    return ChatInfo(chat.id, chat.discord_id, chat.guild_id, chat.kind, chat.name, chat.logging_paused)
+    return ChatInfo(
+        chat.id, chat.discord_id, chat.guild_id, chat.kind, chat.name, chat.logging_paused, chat.recipient_id
+    )

@@ -33,6 +33,7 @@ class ChatKey:
     discord_id: int | None = None
     guild_id: int | None = None
     parent_id: int | None = None
+    recipient_id: int | None = None  # a DM chat's person
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +61,15 @@ async def ensure_chat(session: AsyncSession, key: ChatKey, timezone: str = "UTC"
                 kind=key.kind,
                 name=key.name[:200],
                 timezone=timezone,
+                recipient_id=key.recipient_id,
             )
-            .on_conflict_do_update(index_elements=[Chat.discord_id], set_={"name": key.name[:200]})
+            .on_conflict_do_update(
+                index_elements=[Chat.discord_id],
+                set_={
+                    "name": key.name[:200],
+                    "recipient_id": func.coalesce(Chat.recipient_id, key.recipient_id),
+                },
+            )
             .returning(Chat.id)
         )
         chat_id = int((await session.execute(stmt)).scalar_one())

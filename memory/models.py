@@ -59,6 +59,9 @@ class Chat(Base):
     logging_paused: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     last_message_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # A DM chat's person: /forget-me finds the chat by it, even after they deleted every
+    # message of theirs there (the bot's replies quoting them must go too).
+    recipient_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
 
 
 class Message(Base):
@@ -170,3 +173,18 @@ class UsageEntry(Base):
     output_tokens: Mapped[int] = mapped_column(Integer, server_default="0")
     cost_usd: Mapped[Decimal] = mapped_column(Numeric(14, 8), server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class ReconcileCursor(Base):
+    """Where the background reconciler is in a chat's history (bot/reconcile.py): it walks
+    the log oldest first, one page of Discord history at a time, and starts over every
+    RECONCILE_PERIOD; the walk resumes from ``walk_after`` after a restart."""
+
+    __tablename__ = "reconcile_cursors"
+
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True)
+    walk_after: Mapped[int] = mapped_column(BigInteger, server_default="0")  # snowflake, exclusive
+    walk_started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), index=True)
+    history_reconciled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    recent_reconciled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -16,16 +16,19 @@ from discord.ext import commands
 
 from bot.chats import services_of
 from bot.ingest import ChannelQueue, Ingest
+from bot.reconcile import Reconciler, absent_guilds
+from memory.reconcile import live_guild_ids
 
 log = structlog.get_logger(__name__)
 
 
 class IngestCog(commands.Cog):
-    def __init__(self, bot: commands.Bot, ingest: Ingest) -> None:
-        self.bot, self.ingest = bot, ingest
+    def __init__(self, bot: commands.Bot, ingest: Ingest, reconciler: Reconciler) -> None:
+        self.bot, self.ingest, self.reconciler = bot, ingest, reconciler
         self._ready_seen = False
 
     async def cog_unload(self) -> None:
+        await self.reconciler.stop()
         await self.ingest.close()
 
     def _channel(self, channel_id: int, guild_id: int | None) -> Any:
@@ -74,10 +77,32 @@ class IngestCog(commands.Cog):
 
     @commands.Cog.listener()
     async def on_guild_remove(self, guild: discord.Guild) -> None:
+        await self._forget_guild(guild.id)
+
+    async def _forget_guild(self, guild_id: int) -> None:
         engine = self.ingest.engine
         await self.ingest.forget_channels(
-            lambda q: q.guild_id == guild.id, lambda: engine.forget_guild(guild.id)
+            lambda q: q.guild_id == guild_id, lambda: engine.forget_guild(guild_id)
         )
+
+    async def _forget_absent_guilds(self) -> int:
+        """At READY: guilds that removed the bot while it was away (no GUILD_DELETE reached it).
+        discord.py rebuilds its guild cache from READY, which lists unavailable guilds too."""
+        services = self.ingest.services
+
+        async def logged() -> set[int]:
+            async with services.sessions() as s:
+                return await live_guild_ids(s)
+
+        try:
+            gone = absent_guilds(await self.ingest.retrying(logged), (g.id for g in self.bot.guilds))
+        except Exception as exc:  # never keep the gate shut over this: the next READY tries again
+            log.error("ingest.guild_check_failed", error=type(exc).__name__)
+            return 0
+        for guild_id in sorted(gone):
+            log.info("ingest.guild_gone", guild_id=guild_id)
+            await self._forget_guild(guild_id)
+        return len(gone)
 
     # --- no gaps: backfill on every (re)connection before live messages are written
     @commands.Cog.listener()
@@ -87,7 +112,13 @@ class IngestCog(commands.Cog):
     @commands.Cog.listener()
     async def on_ready(self) -> None:
         self.ingest.hold()
+        # on_ready: every READY of a plain client, the first of an AutoShardedBot. (A shard's
+        # later READY keeps the old guild cache, so on_shard_ready cannot tell a missing guild.)
+        gone = await self._forget_absent_guilds()
         channels = await self.ingest.resync()
+        services = self.ingest.services
+        if services.scheduler is not None and services.scheduler.running:
+            self.reconciler.start()  # the background walk runs where the compactor runs: `eva run`
         self._ready_seen = True
         me = self.bot.user
         log.info(
@@ -96,12 +127,13 @@ class IngestCog(commands.Cog):
             application_id=self.bot.application_id,
             guilds=len(self.bot.guilds),
             backfill_channels=channels,
+            guilds_forgotten=gone,
         )
 
     @commands.Cog.listener()
     async def on_resumed(self) -> None:
         self.ingest.hold()
-        channels = await self.ingest.resync()
+        channels = await self.ingest.resync(reconcile=False)  # Discord replayed every missed event
         log.info("bot.resumed", backfill_channels=channels)
 
     @commands.Cog.listener()
@@ -124,9 +156,12 @@ class IngestCog(commands.Cog):
 async def setup(bot: commands.Bot) -> None:
     services = services_of(bot)
     ingest = Ingest(bot, services)
+    reconciler = Reconciler(ingest)
     services.extras["ingest"] = ingest
-    await bot.add_cog(IngestCog(bot, ingest))
+    services.extras["reconciler"] = reconciler
+    await bot.add_cog(IngestCog(bot, ingest, reconciler))
 
 
 async def teardown(bot: commands.Bot) -> None:
     services_of(bot).extras.pop("ingest", None)
+    services_of(bot).extras.pop("reconciler", None)

@@ -189,7 +189,7 @@ class ReplyCog(commands.Cog):
         result: TurnResult | None = None
         chat_id: int | None = None
         try:
-            chat_id = await self._chat_id(trigger.channel)
+            chat_id = await self._chat_id(trigger.channel, trigger.author)
             if chat_id is None:
                 return
             async with typing_indicator(trigger.channel):
@@ -215,8 +215,8 @@ class ReplyCog(commands.Cog):
                 await self._record(chat_id, guild_id, result)
         await self._send(trigger, text)
 
-    async def _chat_id(self, channel: Any) -> int | None:
-        chat_id = await chat_for_channel(self.bot, channel)
+    async def _chat_id(self, channel: Any, person: Any) -> int | None:
+        chat_id = await chat_for_channel(self.bot, channel, person)  # person: who a DM is with
         if chat_id is None:  # paused: no new lines, but what it remembers still answers
             info = await self.services.engine.chat_by_discord_id(channel.id)
             chat_id = info.id if info is not None else None

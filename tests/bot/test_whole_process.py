@@ -269,3 +269,53 @@ async def test_eva_worker_compacts_what_another_process_logged(
         assert any(e.get("event") == "worker.stopped" for e in worker.events)
     finally:
         worker.kill()
+
+
+async def test_eva_run_reconciles_a_delete_and_an_edit_made_while_the_gateway_was_down(
+    fakes: tuple[FakeDiscord, FakeAnthropic],
+    database_url: str,
+    sessions: async_sessionmaker[AsyncSession],
+    workdir: Path,
+) -> None:
+    """Issue acceptance: a message deleted and one edited while the bot is offline (their
+    events lost) are erased / updated within a minute of the bot reconnecting."""
+    discord_fake, anthropic_fake = fakes
+    ids = discord_fake.ids
+    environment = endpoints(discord_fake, anthropic_fake, workdir / "data")
+    eva = await start_eva(workdir, {**environment, "DATABASE_URL": database_url})
+    try:
+        await eva.wait_for("bot.ready")
+        doomed = discord_fake.chat.post_user_message(ids.general, ids.bob, "bob takes this back later")
+        fixed = discord_fake.chat.post_user_message(ids.general, ids.alice, "alice made a typo hree")
+        await eventually(lambda: logged_message(sessions, int(fixed["id"])))
+
+        await discord_fake.gateway.go_down()  # no session survives: what happens now is never sent
+        discord_fake.chat.delete_message(int(doomed["id"]))
+        discord_fake.chat.edit_user_message(int(fixed["id"]), "alice fixed her typo here")
+        assert discord_fake.gateway.sessions == {}
+        await asyncio.sleep(2.0)  # offline for a while: eva tries to reconnect and is refused
+        discord_fake.gateway.come_back()
+        back_at = asyncio.get_running_loop().time()
+
+        async def reconciled() -> bool:
+            gone = await logged_message(sessions, int(doomed["id"]))
+            now = await logged_message(sessions, int(fixed["id"]))
+            return (
+                gone is not None
+                and gone.erased_at is not None
+                and gone.text is None
+                and now is not None
+                and now.text == "alice fixed her typo here"
+            )
+
+        await eventually(reconciled, within=60)
+        took = asyncio.get_running_loop().time() - back_at
+        readies = [e for e in eva.events if e.get("event") == "bot.ready"]
+        assert len(readies) == 2, "reconnected with a new session (READY), not a RESUME"
+        # Done by the window compared at READY (its log line may trail the commit a little).
+        await eva.wait_for("reconcile.window_done")
+        print(f"reconciled {took:.1f} s after the gateway came back")
+        assert await eva.terminate() == 0
+        assert not any("Traceback" in line for line in eva.raw)
+    finally:
+        eva.kill()

@@ -86,6 +86,12 @@ class ControlApi:
             web.post(f"{c}/gateway/drop", self.drop),
             web.post(f"{c}/gateway/reconnect", self.reconnect),
             web.post(f"{c}/gateway/invalidate", self.invalidate),
+            web.post(f"{c}/gateway/down", self.go_down),
+            web.post(f"{c}/gateway/up", self.come_back),
+            web.post(f"{c}/guilds/{{guild_id}}/kick", self.kick_bot),
+            web.post(f"{c}/guilds/{{guild_id}}/invite", self.invite_bot),
+            web.post(f"{c}/guilds/{{guild_id}}/outage", self.start_outage),
+            web.delete(f"{c}/guilds/{{guild_id}}/outage", self.end_outage),
         ]
 
     @staticmethod
@@ -257,3 +263,27 @@ class ControlApi:
 
     async def invalidate(self, request: web.Request) -> web.Response:
         return json_reply({"sessions": self.gateway.invalidate_sessions()})
+
+    async def go_down(self, request: web.Request) -> web.Response:
+        await self.gateway.go_down()
+        return no_content()
+
+    async def come_back(self, request: web.Request) -> web.Response:
+        self.gateway.come_back()
+        return no_content()
+
+    async def kick_bot(self, request: web.Request) -> web.Response:
+        self.world.kick_bot(int(request.match_info["guild_id"]))
+        return no_content()
+
+    async def invite_bot(self, request: web.Request) -> web.Response:
+        self.world.invite_bot(int(request.match_info["guild_id"]))
+        return no_content()
+
+    async def start_outage(self, request: web.Request) -> web.Response:
+        self.world.start_outage(int(request.match_info["guild_id"]))
+        return no_content()
+
+    async def end_outage(self, request: web.Request) -> web.Response:
+        self.world.end_outage(int(request.match_info["guild_id"]))
+        return no_content()

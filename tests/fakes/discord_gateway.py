@@ -115,6 +115,7 @@ class FakeGateway:
         self._closed_by_server: set[web.WebSocketResponse] = set()
         self.received: list[Json] = []  # every client frame except heartbeats, for tests
         self.connections = 0
+        self.down = False  # while True the gateway refuses connections (an outage on our side)
         world.dispatcher = self.dispatch
 
     # ----- outgoing ---------------------------------------------------------------------------
@@ -145,6 +146,17 @@ class FakeGateway:
                 count += 1
         return count
 
+    async def go_down(self) -> None:
+        """The gateway becomes unreachable and forgets every session: events from now until
+        :meth:`come_back` reach nobody, as when a bot is offline longer than Discord keeps a
+        session; the client's next connection must IDENTIFY (READY), not RESUME."""
+        self.down = True
+        self.sessions.clear()
+        await self.drop_connections()
+
+    def come_back(self) -> None:
+        self.down = False
+
     def invalidate_sessions(self) -> int:
         """op9 with d=false: the client must IDENTIFY again (discord.py waits 5 s before re-identifying)."""
         count = 0
@@ -169,7 +181,9 @@ class FakeGateway:
 
     # ----- the websocket ---------------------------------------------------------------------
 
-    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.down:
+            return web.Response(status=503, text="fake gateway down")
         ws = web.WebSocketResponse(max_msg_size=0)
         await ws.prepare(request)
         self.sockets.add(ws)
@@ -246,7 +260,7 @@ class FakeGateway:
         )
         self.sessions[session.session_id] = session
         world = self.world
-        guilds = [g for g in world.guilds.values() if session.covers(g.id)]
+        guilds = [g for g in world.bot_guilds() if session.covers(g.id)]
         ready: Json = {
             "v": 10,
             "user": {**world.bot.payload(), "verified": True, "mfa_enabled": False, "flags": 0},
@@ -261,7 +275,7 @@ class FakeGateway:
             ready["shard"] = [shard_id, shard_count]
         session.push("READY", ready)
         for guild in guilds:
-            if session.intents & INTENT_GUILDS:
+            if session.intents & INTENT_GUILDS and guild.id not in world.outages:
                 session.push("GUILD_CREATE", world.guild_create_payload(guild))
         return session
 

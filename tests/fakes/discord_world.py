@@ -93,6 +93,8 @@ class FakeWorld:
     attachments: dict[int, bytes] = field(default_factory=dict)
     request_log: list[Json] = field(default_factory=list)
     dispatcher: Dispatcher = field(default=lambda event, data, guild_id: None)
+    # Guilds in a Discord outage: READY lists them as unavailable and sends no GUILD_CREATE.
+    outages: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.bot = self.add_user(self.bot_name, bot=True)
@@ -289,6 +291,31 @@ class FakeWorld:
         del self.guilds[guild_id]
         self.dispatcher("GUILD_DELETE", {"id": str(guild_id)}, guild_id)
 
+    def kick_bot(self, guild_id: int) -> None:
+        """The bot is removed from a guild that goes on existing: GUILD_DELETE without
+        `unavailable`; its channels answer 403 Missing Access from then on."""
+        guild = self.guild(guild_id)
+        del guild.members[self.bot.id]
+        self.dispatcher("GUILD_DELETE", {"id": str(guild_id)}, guild_id)
+
+    def invite_bot(self, guild_id: int) -> None:
+        guild = self.guild(guild_id)
+        guild.members[self.bot.id] = FakeMember(self.bot, [], joined_id=self.snowflakes.next())
+        self.dispatcher("GUILD_CREATE", self.guild_create_payload(guild), guild_id)
+
+    def bot_guilds(self) -> list[FakeGuild]:
+        """What READY lists: every guild the bot is a member of, available or not."""
+        return [g for g in self.guilds.values() if self.bot.id in g.members]
+
+    def start_outage(self, guild_id: int) -> None:
+        self.guild(guild_id)
+        self.outages.add(guild_id)
+        self.dispatcher("GUILD_DELETE", {"id": str(guild_id), "unavailable": True}, guild_id)
+
+    def end_outage(self, guild_id: int) -> None:
+        self.outages.discard(guild_id)
+        self.dispatcher("GUILD_CREATE", self.guild_create_payload(self.guild(guild_id)), guild_id)
+
     # ----- payloads -----------------------------------------------------------------------------
 
     def channel_payload(self, channel: FakeChannel) -> Json:
@@ -353,8 +380,8 @@ class FakeWorld:
     def announce(self, event: str, data: Json) -> None:
         """Message events reach the bot only where it can see the channel."""
         channel = self.channels.get(int(data["channel_id"]))
-        if channel is None:
-            return
+        if channel is None or channel.guild_id in self.outages:
+            return  # an unavailable guild sends no events until its GUILD_CREATE
         if channel.guild_id is not None and not self.permissions(self.bot.id, channel) & VIEW_CHANNEL:
             return
         self.dispatcher(event, data, channel.guild_id)

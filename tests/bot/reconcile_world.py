@@ -1,0 +1,97 @@
+"""The real EvaBot (ingest only) against the local Discord fake over TCP, started and stopped
+like a process would be: each start is a new bot on the same database, and while it is
+stopped Discord's events reach nobody (its session ended with the close)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.client import EvaBot
+from bot.ingest import Ingest
+from bot.reconcile import Reconciler
+from bot.services import Services
+from memory.models import Chat, Message
+from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
+
+T = TypeVar("T")
+WITHIN = 15.0
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], within: float = WITHIN) -> T:
+    async with asyncio.timeout(within):
+        while True:
+            result = await check()
+            if result:
+                return result
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as d:
+        previous = point_discord_at(d.api_base, d.gateway_url)
+        try:
+            yield d
+        finally:
+            restore_discord_endpoints(previous)
+
+
+@dataclass
+class Running:
+    bot: EvaBot
+    runner: asyncio.Task[None]
+
+    @property
+    def ingest(self) -> Ingest:
+        found = self.bot.services.extras["ingest"]
+        assert isinstance(found, Ingest)
+        return found
+
+    @property
+    def reconciler(self) -> Reconciler:
+        found = self.bot.services.extras["reconciler"]
+        assert isinstance(found, Reconciler)
+        return found
+
+    async def settled(self) -> None:
+        """Everything queued is written (backfills, reconciliation pages, live messages)."""
+        assert await self.ingest.flush(timeout=WITHIN)
+
+    async def stop(self) -> None:
+        await self.bot.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.runner, WITHIN)
+
+
+async def start_bot(services: Services) -> Running:
+    bot = EvaBot(services, extensions=("bot.cogs.ingest",), guild_ready_timeout=0.05)
+    runner = asyncio.create_task(bot.start("test-token"))
+    running = Running(bot, runner)
+
+    async def opened() -> bool:
+        if runner.done():
+            runner.result()  # raise what stopped it
+        ingest = services.extras.get("ingest")
+        return isinstance(ingest, Ingest) and ingest.is_open and bot.is_ready()
+
+    await eventually(opened)
+    await running.settled()
+    return running
+
+
+async def row_of(sessions: async_sessionmaker[AsyncSession], snowflake: int | str) -> Message | None:
+    async with sessions() as s:
+        return await s.scalar(select(Message).where(Message.snowflake == int(snowflake)))
+
+
+async def chats_of_guild(sessions: async_sessionmaker[AsyncSession], guild_id: int) -> list[int]:
+    async with sessions() as s:
+        return list((await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all())
