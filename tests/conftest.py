@@ -24,7 +24,7 @@ from memory.embedded import EmbeddedPostgres
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 
-TABLES = ("usage_ledger", "opt_outs", "memory_rows", "nodes", "messages", "chats")
+TABLES = ("guild_settings", "usage_ledger", "opt_outs", "memory_rows", "nodes", "messages", "chats")
 
 
 @pytest.fixture(scope="session")
