@@ -196,14 +196,3 @@ def valid_timezone(name: str) -> str | None:
         return None
     return name
 
-
-def parse_budget(text: str) -> Decimal | None:
-    """Dollars as a person types them ("20", "$12.50", "0" = no budget); None when unreadable."""
-    cleaned = text.strip().removeprefix("$").replace(",", "").strip()
-    try:
-        value = Decimal(cleaned)
-    except ArithmeticError:
-        return None
-    if not value.is_finite() or value < 0 or value >= Decimal("1e10"):
-        return None
-    return value.quantize(Decimal("0.01"))
