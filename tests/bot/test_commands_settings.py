@@ -15,8 +15,8 @@ from bot.client import EvaBot
 from bot.reply_gate import BUDGET_PAUSED_NOTE
 from bot.settings import Settings
 from bot.tree import NEED_MANAGE_SERVER
-from memory.models import Chat, GuildSettings, UsageEntry
 from memory.errors import UserFacingError
+from memory.models import Chat, GuildSettings, UsageEntry
 from tests.bot.commands_world import causes
 from tests.bot.reply_world import make_services, make_settings
 from tests.bot.settings_world import SettingsWorld, build_settings_world, is_logged, make_bot, said, spend
@@ -208,7 +208,7 @@ async def test_the_budget_warns_the_admins_at_80_percent_and_pauses_at_100(
     await mention(w, alice, general)
     assert len(w.base.replies()) == 2
     (warning,) = w.base.bot_messages(w.mods)
-    assert warning.content.startswith(f"Heads-up for the admins of friends: I've spent $8.")
+    assert warning.content.startswith("Heads-up for the admins of friends: I've spent $8.")
     assert "of this month's $10.00 budget (8" in warning.content
     await mention(w, alice, general)
     assert len(w.base.replies()) == 3 and len(w.base.bot_messages(w.mods)) == 1  # once a month
