@@ -20,7 +20,7 @@ from bot.reply_gate import policy_of, store_of
 from bot.services import Services
 from bot.tree import answer, interaction_ids, services_of
 from memory.errors import UserFacingError
-from memory.guild_policy import Policy, budget_level, valid_timezone
+from memory.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
 
 log = structlog.get_logger(__name__)
 
@@ -58,7 +58,7 @@ def describe(policy: Policy, bot_name: str, allowed_models: list[str], spent: De
     else:
         percent = int(spent * 100 / policy.monthly_budget_usd)
         money = f"${policy.monthly_budget_usd:.2f} a month; ${spent:.2f} spent this month ({percent}%)"
-        if budget_level(spent, policy.monthly_budget_usd).value == "over":
+        if budget_level(spent, policy.monthly_budget_usd) is BudgetLevel.OVER:
             money += ", replies paused until the 1st"
         alerts = f"<#{policy.alert_channel_id}>" if policy.alert_channel_id else "a DM to the server owner"
         money += f"; the 80% warning goes to {alerts}"
