@@ -114,10 +114,14 @@ class Refusal(enum.Enum):
     NOT_ALLOWED = "not_allowed"
 
 
+def is_blocked(policy: Policy, author_id: int, role_ids: Iterable[int]) -> bool:
+    return author_id in policy.block_members or bool(frozenset(role_ids) & policy.block_roles)
+
+
 def may_talk(policy: Policy, author_id: int, role_ids: Iterable[int]) -> bool:
     """llmcord's rule: blocked (member or any role) never; with an allow list, only those on it."""
     roles = frozenset(role_ids)
-    if author_id in policy.block_members or roles & policy.block_roles:
+    if is_blocked(policy, author_id, roles):
         return False
     if not (policy.allow_members or policy.allow_roles):
         return True
@@ -136,10 +140,10 @@ def refusal(policy: Policy, asker: Asker, *, paused: bool) -> Refusal | None:
         return Refusal.CHANNEL_NOT_LISTED
     if asker.by_name_only and not policy.reply_to_name:
         return Refusal.NAME_OFF
-    if asker.author_id in policy.block_members or asker.role_ids & policy.block_roles:
-        return Refusal.BLOCKED
     if not may_talk(policy, asker.author_id, asker.role_ids):
-        return Refusal.NOT_ALLOWED
+        # Which of the two, for the log line only.
+        blocked = is_blocked(policy, asker.author_id, asker.role_ids)
+        return Refusal.BLOCKED if blocked else Refusal.NOT_ALLOWED
     return None
 
 

@@ -16,6 +16,7 @@ from bot.reply_gate import BUDGET_PAUSED_NOTE
 from bot.settings import Settings
 from bot.tree import NEED_MANAGE_SERVER
 from memory.errors import UserFacingError
+from memory.guild_settings import GuildSettingsStore
 from memory.models import Chat, GuildSettings, UsageEntry
 from tests.bot.commands_world import causes
 from tests.bot.reply_world import make_services, make_settings
@@ -248,3 +249,17 @@ async def test_a_paused_channel_gets_no_replies(w: SettingsWorld, sessions: asyn
     await w.admin.slash(general, "memory resume")
     await mention(w, w.base.alice, general)
     assert len(w.base.replies()) == 1
+
+
+async def test_when_the_settings_cannot_be_read_nobody_is_answered(
+    w: SettingsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await w.admin.slash(w.base.general, "settings access", rule="block", role=w.muted)
+
+    async def database_down(self: GuildSettingsStore, guild_id: int) -> None:
+        raise ConnectionRefusedError("the database is down")
+
+    monkeypatch.setattr(GuildSettingsStore, "choices", database_down)
+    await mention(w, w.carol, w.base.general)  # blocked, and the block list cannot be read
+    await mention(w, w.base.alice, w.base.general)
+    assert w.base.replies() == [] and w.base.bot_messages() == []

@@ -14,7 +14,7 @@ from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
 from memory.guild_settings import GuildSettingsStore
 from memory.log import ChatKey
-from memory.models import Chat, UsageEntry
+from memory.models import Chat, GuildSettings, UsageEntry
 
 GUILD, OTHER_GUILD = 7, 8
 NOW = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)
@@ -116,3 +116,15 @@ async def test_a_servers_time_zone_reaches_its_memories_old_and_new(
     assert view.timezone == "Europe/Stockholm"  # what a reply turn's note and dates use
     await store.set(GUILD, timezone=None)  # back to the host's
     assert await zones() == {old: "UTC", elsewhere: "UTC", new: "UTC"}
+
+
+async def test_a_server_that_removes_the_bot_leaves_no_settings(sessions: async_sessionmaker[AsyncSession]) -> None:
+    engine = MemoryEngine(sessions, MemoryConfig())
+    store = GuildSettingsStore(sessions)
+    await store.set(GUILD, model="claude-haiku-4-5")
+    await store.change_list(GUILD, "block_members", 42, True)
+    await store.set(OTHER_GUILD, model="claude-haiku-4-5")
+    await engine.forget_guild(GUILD)
+    async with sessions() as s:
+        kept = (await s.scalars(select(GuildSettings.guild_id))).all()
+    assert kept == [OTHER_GUILD]
