@@ -235,6 +235,14 @@ class ServerSettings(commands.Cog):
         amount = Decimal(str(usd)).quantize(Decimal("0.01"))
         values: dict[str, object] = {"monthly_budget_usd": amount}
         if alerts is not None:
+            guild = interaction.guild
+            resolved = guild.get_channel_or_thread(alerts.id) if guild is not None else None
+            mine = resolved.permissions_for(guild.me) if resolved is not None and guild is not None else None
+            if mine is None or not (mine.view_channel and mine.send_messages):
+                # Checked now: the warning comes once a month, and a lost one would go unnoticed.
+                raise UserFacingError(
+                    f"I cannot post in {alerts.mention}; pick a channel where I may send messages."
+                )
             values["alert_channel_id"] = alerts.id
         await store_of(self.services).set(interaction.guild_id or 0, **values)
         if amount == 0:

@@ -200,6 +200,12 @@ async def test_the_budget_warns_the_admins_at_80_percent_and_pauses_at_100(
 ) -> None:
     general, alice, guild_id = w.base.general, w.base.alice, w.base.guild.id
     now = w.base.clock.now()
+    me = w.base.guild.me
+    assert me is not None
+    closed = w.base.guild.create_text_channel("closed", overwrites={me: discord.PermissionOverwrite(send_messages=False)})
+    refused = said(await w.admin.slash(general, "settings budget", usd=10.0, alerts=closed))
+    assert refused == f"I cannot post in <#{closed.id}>; pick a channel where I may send messages."
+    assert [type(e) for e in causes(w.env.errors)] == [UserFacingError]
     set_to = said(await w.admin.slash(general, "settings budget", usd=10.0, alerts=w.mods))
     assert set_to.startswith("Budget set to $10.00 a month for replies and summaries together.")
     await spend(sessions, "7.90", now, guild_id=guild_id)
