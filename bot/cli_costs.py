@@ -72,5 +72,3 @@ def format_costs(report: CostReport) -> str:
         state = " Replies are paused until the 1st." if over else ""
         lines.append(f"{head} of the ${report.budget:.2f} MONTHLY_BUDGET_USD ({percent}%).{state}")
     return "\n".join(lines)
-
-

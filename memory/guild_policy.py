@@ -199,4 +199,3 @@ def valid_timezone(name: str) -> str | None:
     except (ZoneInfoNotFoundError, ValueError):
         return None
     return name
-

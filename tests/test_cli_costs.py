@@ -23,7 +23,12 @@ def stats(tmp: Path, url: str, **extra: str) -> subprocess.CompletedProcess[str]
     env = {k: v for k, v in os.environ.items() if k not in ("DISCORD_TOKEN", "ANTHROPIC_API_KEY", "DATA_DIR")}
     env.update(PYTHONPATH=str(REPO), DATABASE_URL=url, LOG_LEVEL="WARNING", TIMEZONE="UTC", **extra)
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "stats"], cwd=tmp, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "bot.cli", "stats"],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

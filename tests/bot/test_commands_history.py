@@ -40,7 +40,9 @@ async def test_zoom_and_recall_need_read_message_history_there(world: World) -> 
     secret = world.guild.create_text_channel(
         "secret", overwrites={world.alice: discord.PermissionOverwrite(read_message_history=False)}
     )
-    chat = await world.engine.ensure_chat(ChatKey("text", "secret", discord_id=secret.id, guild_id=world.guild.id))
+    chat = await world.engine.ensure_chat(
+        ChatKey("text", "secret", discord_id=secret.id, guild_id=world.guild.id)
+    )
     await world.engine.append_many(chat, [message(world.bob, 500, "the surprise party is on friday")])
     assert reply_text(await world.alice.slash(secret, "zoom", address="0+1")) == NO_HISTORY_HERE
     assert reply_text(await world.alice.slash(secret, "recall", query="surprise")) == NO_HISTORY_HERE

@@ -41,7 +41,9 @@ def settings(request: pytest.FixtureRequest) -> Settings:
 
 
 @pytest.fixture
-def simcord_bot(sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings) -> EvaBot:
+def simcord_bot(
+    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
+) -> EvaBot:
     return make_bot(make_services(sessions, fake, settings))
 
 
@@ -50,7 +52,9 @@ async def w(simcord_env: simcord.Env, fake: FakeAnthropic) -> SettingsWorld:
     return await build_settings_world(simcord_env, fake)
 
 
-async def mention(w: SettingsWorld, who: simcord.MemberActor, channel: simcord.ChannelHandle) -> discord.Message:
+async def mention(
+    w: SettingsWorld, who: simcord.MemberActor, channel: simcord.ChannelHandle
+) -> discord.Message:
     w.base.later()  # past the per-user cooldown
     return await who.send(channel, f"{w.base.me.mention} are you there?")
 
@@ -87,7 +91,10 @@ async def test_show_gives_the_defaults_then_what_the_server_chose(w: SettingsWor
     shown = said(await w.admin.slash(general, "settings show"))
     assert f"Replies*: only in the listed channels: <#{general.id}>." in shown
     assert f"Who may talk to me: everyone; never <@&{w.muted.id}> (roles) or none (members)." in shown
-    assert f"Budget*: $20.00 a month; $0.00 spent this month (0%); the 80% warning goes to <#{w.mods.id}>." in shown
+    assert (
+        f"Budget*: $20.00 a month; $0.00 spent this month (0%); the 80% warning goes to <#{w.mods.id}>."
+        in shown
+    )
 
 
 async def test_replies_only_in_listed_channels_and_the_rest_is_still_logged(
@@ -202,7 +209,9 @@ async def test_the_budget_warns_the_admins_at_80_percent_and_pauses_at_100(
     now = w.base.clock.now()
     me = w.base.guild.me
     assert me is not None
-    closed = w.base.guild.create_text_channel("closed", overwrites={me: discord.PermissionOverwrite(send_messages=False)})
+    closed = w.base.guild.create_text_channel(
+        "closed", overwrites={me: discord.PermissionOverwrite(send_messages=False)}
+    )
     refused = said(await w.admin.slash(general, "settings budget", usd=10.0, alerts=closed))
     assert refused == f"I cannot post in <#{closed.id}>; pick a channel where I may send messages."
     assert [type(e) for e in causes(w.env.errors)] == [UserFacingError]
@@ -245,7 +254,9 @@ async def test_without_an_alert_channel_the_owner_gets_the_warning_by_dm(
     assert len(owner_dm) == 1 and owner_dm[0].content.startswith("Heads-up for the admins of friends")
 
 
-async def test_a_paused_channel_gets_no_replies(w: SettingsWorld, sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_a_paused_channel_gets_no_replies(
+    w: SettingsWorld, sessions: async_sessionmaker[AsyncSession]
+) -> None:
     general = w.base.general
     paused = said(await w.admin.slash(general, "memory pause"))
     assert "no longer log messages and no longer reply" in paused

@@ -30,7 +30,9 @@ def settings(request: pytest.FixtureRequest) -> Settings:
 
 
 @pytest.fixture
-def simcord_bot(sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings) -> EvaBot:
+def simcord_bot(
+    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
+) -> EvaBot:
     return make_bot(make_services(sessions, fake, settings))
 
 
@@ -61,7 +63,9 @@ async def test_a_person_gets_a_few_dm_replies_a_day(world: World) -> None:
 
 
 @pytest.mark.parametrize(
-    "settings", [{"monthly_budget_usd": 10.0, "dm_budget_share": 0.25, "dm_daily_reply_cap": 0}], indirect=True
+    "settings",
+    [{"monthly_budget_usd": 10.0, "dm_budget_share": 0.25, "dm_daily_reply_cap": 0}],
+    indirect=True,
 )
 async def test_dms_spend_their_share_and_everything_stops_at_the_host_budget(
     world: World, sessions: async_sessionmaker[AsyncSession]

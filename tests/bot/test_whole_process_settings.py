@@ -66,7 +66,9 @@ async def test_settings_limit_replies_in_the_real_process(
         assert "Replies: everywhere I can read." in shown and "Who may talk to me: everyone." in shown
 
         await slash(discord_fake, ids.admin, ids.general, "settings replies", where="channels")
-        listed = await slash(discord_fake, ids.admin, ids.general, "settings reply-channel", channel=ids.general)
+        listed = await slash(
+            discord_fake, ids.admin, ids.general, "settings reply-channel", channel=ids.general
+        )
         assert listed == f"<#{ids.general}> is now on the list of reply channels."
         elsewhere = discord_fake.chat.post_user_message(ids.random, ids.alice, f"<@{ids.bot}> anyone here?")
         await eventually(lambda: logged_message(sessions, int(elsewhere["id"])))
@@ -86,7 +88,9 @@ async def test_settings_limit_replies_in_the_real_process(
 
         muted = discord_fake.world.add_role(ids.guild, "muted", 0)
         discord_fake.world.give_role(ids.guild, ids.bob, muted.id)
-        blocked = await slash(discord_fake, ids.admin, ids.general, "settings access", rule="block", role=muted.id)
+        blocked = await slash(
+            discord_fake, ids.admin, ids.general, "settings access", rule="block", role=muted.id
+        )
         assert blocked == f"Added <@&{muted.id}> to the block list."
         from_bob = discord_fake.chat.post_user_message(ids.general, ids.bob, f"<@{ids.bot}> it's bob")
         await eventually(lambda: logged_message(sessions, int(from_bob["id"])))

@@ -62,11 +62,15 @@ def test_a_model_the_host_took_off_the_list_falls_back_to_the_default() -> None:
 def test_llmcord_access_rules_block_wins_and_allow_lists_admit_only_those() -> None:
     open_policy = effective(GuildChoices(), DEFAULTS)
     assert may_talk(open_policy, ALICE, [])
-    blocked = effective(GuildChoices(block_roles=frozenset({MUTED}), block_members=frozenset({BOB})), DEFAULTS)
+    blocked = effective(
+        GuildChoices(block_roles=frozenset({MUTED}), block_members=frozenset({BOB})), DEFAULTS
+    )
     assert not may_talk(blocked, ALICE, [MUTED]) and not may_talk(blocked, BOB, [])
     assert may_talk(blocked, CAROL, [MODS])
     allowed = effective(
-        GuildChoices(allow_roles=frozenset({MODS}), allow_members=frozenset({CAROL}), block_roles=frozenset({MUTED})),
+        GuildChoices(
+            allow_roles=frozenset({MODS}), allow_members=frozenset({CAROL}), block_roles=frozenset({MUTED})
+        ),
         DEFAULTS,
     )
     assert may_talk(allowed, ALICE, [MODS]) and may_talk(allowed, CAROL, [])

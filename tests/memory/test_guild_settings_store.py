@@ -61,7 +61,9 @@ async def test_two_admins_adding_at_once_both_land(sessions: async_sessionmaker[
 
 async def test_a_month_mark_is_taken_once(sessions: async_sessionmaker[AsyncSession]) -> None:
     store = GuildSettingsStore(sessions)
-    results = await asyncio.gather(*(store.mark_month(GUILD, "budget_warned_month", "2026-03") for _ in range(5)))
+    results = await asyncio.gather(
+        *(store.mark_month(GUILD, "budget_warned_month", "2026-03") for _ in range(5))
+    )
     assert sorted(results) == [False, False, False, False, True]
     assert not await store.mark_month(GUILD, "budget_warned_month", "2026-03")
     assert await store.mark_month(GUILD, "budget_paused_month", "2026-03")  # a separate mark
@@ -118,7 +120,9 @@ async def test_a_servers_time_zone_reaches_its_memories_old_and_new(
     assert await zones() == {old: "UTC", elsewhere: "UTC", new: "UTC"}
 
 
-async def test_a_server_that_removes_the_bot_leaves_no_settings(sessions: async_sessionmaker[AsyncSession]) -> None:
+async def test_a_server_that_removes_the_bot_leaves_no_settings(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
     engine = MemoryEngine(sessions, MemoryConfig())
     store = GuildSettingsStore(sessions)
     await store.set(GUILD, model="claude-haiku-4-5")
