@@ -12,8 +12,9 @@ silent and cost no database read of the ledger. Refusals for *money* say so once
 - DMs: DM_DAILY_REPLY_CAP replies per person a day, and all DMs together at most
   DM_BUDGET_SHARE of the host-wide budget; one notice per person a day / a month.
 
-When the database cannot be read the gate refuses (and logs): a block list that cannot be
-read must not let a blocked person through, and the turn could not read its memory anyway.
+When the database cannot be read the gate refuses with the short "something went wrong" note
+(once a minute per person) and logs ``reply.failed``: a block list that cannot be read must not
+let a blocked person reach the model, and the turn could not read its memory anyway.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import discord
 import structlog
 
 from bot.chats import is_dm
+from bot.limits import SOMETHING_BROKE_NOTE
 from bot.settings import Settings
 from memory.guild_policy import (
     Asker,
@@ -143,8 +145,9 @@ class ReplyGate:
                 return await self._check_dm(message)
             return await self._check_guild(message)
         except Exception as exc:
-            log.warning("reply.gate_failed", **ids, error=type(exc).__name__)
-            return REFUSED
+            log.error("reply.failed", stage="admission", **ids, error=type(exc).__name__)
+            now = self.services.clock.now()  # one apology per person a minute, not one per mention
+            return self._once("unreadable", message.author.id, f"{now:%Y-%m-%d %H:%M}", SOMETHING_BROKE_NOTE)
 
     async def _check_guild(self, message: discord.Message) -> Verdict:
         me = self.bot.user

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.client import EvaBot
+from bot.limits import SOMETHING_BROKE_NOTE
 from bot.reply_gate import BUDGET_PAUSED_NOTE
 from bot.settings import Settings
 from bot.tree import NEED_MANAGE_SERVER
@@ -279,4 +280,7 @@ async def test_when_the_settings_cannot_be_read_nobody_is_answered(
     monkeypatch.setattr(GuildSettingsStore, "choices", database_down)
     await mention(w, w.carol, w.base.general)  # blocked, and the block list cannot be read
     await mention(w, w.base.alice, w.base.general)
-    assert w.base.replies() == [] and w.base.bot_messages() == []
+    assert w.base.replies() == []  # nobody reached the model; each got the short apology only
+    assert [m.content for m in w.base.bot_messages()] == [SOMETHING_BROKE_NOTE, SOMETHING_BROKE_NOTE]
+    await w.base.alice.send(w.base.general, f"{w.base.me.mention} again?")  # within the same minute
+    assert len(w.base.bot_messages()) == 2

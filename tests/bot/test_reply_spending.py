@@ -89,3 +89,19 @@ async def test_dms_spend_their_share_and_everything_stops_at_the_host_budget(
     await world.alice.send(world.general, f"{world.me.mention} hello?")
     assert len(world.replies()) == 2 and world.bot_messages()[-1].content == HOST_BUDGET_NOTE  # said once
     assert len(world.bot_messages()) == 2
+
+
+def test_the_spending_settings_are_checked_and_the_model_list_always_has_the_default() -> None:
+    bad = make_settings(monthly_budget_usd=-1.0, guild_monthly_budget_usd=-0.5, dm_budget_share=1.5,
+                        dm_daily_reply_cap=-2)  # fmt: skip
+    assert bad.problems() == [
+        "GUILD_MONTHLY_BUDGET_USD cannot be negative",
+        "MONTHLY_BUDGET_USD cannot be negative",
+        "DM_BUDGET_SHARE must be between 0 and 1",
+        "DM_DAILY_REPLY_CAP cannot be negative",
+    ]
+    assert make_settings().problems() == []
+    listed = make_settings(
+        reply_model="claude-sonnet-5-5", allowed_reply_models=" claude-haiku-4-5, ,claude-sonnet-5-5"
+    )
+    assert listed.reply_models() == ["claude-sonnet-5-5", "claude-haiku-4-5"]
