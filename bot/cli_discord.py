@@ -21,7 +21,7 @@ from bot.settings import Settings
 from bot.tree import EvaCommandTree
 
 # The extensions that define slash commands (the bot also loads ingest and reply, which define none).
-COMMAND_EXTENSIONS = ("bot.cogs.people", "bot.cogs.admin")
+COMMAND_EXTENSIONS = ("bot.cogs.people", "bot.cogs.admin", "bot.cogs.settings")
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from bot.cli_costs import chat_costs, format_costs
 from bot.database_runtime import Database, open_database
 from bot.errors import CliError
 from bot.settings import Settings
@@ -217,9 +218,7 @@ async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
 async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     async with _engine(settings) as (db, engine):
         if args.chat is None:
-            for chat in await engine.list_chats():
-                count = await engine.message_count(chat.id)
-                print(f"{chat.name}\t{chat.kind}\t{count} messages")
+            print(format_costs(await chat_costs(db.sessions, engine, settings)))
             return 0
         chat = await engine.find_chat(args.chat)
         now = engine.clock.now()

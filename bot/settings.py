@@ -73,6 +73,13 @@ class Settings(BaseSettings):
     # --- reconciliation with Discord (bot/reconcile.py)
     reconcile_recent: float = 86_400.0  # after a reconnect: the day before the outage, and since
     reconcile_period: float = 2_592_000.0  # the background walk covers each chat's history every 30 days
+    # --- per-server settings and spending (docs/design.md, running it); appended here, the
+    # per-server values live in the database and default to these
+    allowed_reply_models: str = ""  # comma-separated; empty: REPLY_MODEL only
+    guild_monthly_budget_usd: float | None = None  # a server's default monthly budget; unset = none
+    monthly_budget_usd: float | None = None  # host-wide, every server and DM together; unset = none
+    dm_budget_share: float = 0.25  # of MONTHLY_BUDGET_USD, what all DMs together may spend
+    dm_daily_reply_cap: int = 20  # replies per person per day in DMs; 0 = no cap
 
     @field_validator("timezone")
     @classmethod
@@ -102,6 +109,11 @@ class Settings(BaseSettings):
             timezone=self.timezone,
         )
 
+    def reply_models(self) -> list[str]:
+        """The models a server may pick with /settings model; REPLY_MODEL is always one."""
+        listed = [name.strip() for name in self.allowed_reply_models.split(",") if name.strip()]
+        return list(dict.fromkeys([self.reply_model, *listed]))
+
     def price_table(self) -> PriceTable:
         return PriceTable(dict(self.prices))
 
@@ -127,4 +139,12 @@ class Settings(BaseSettings):
             out.append("JOBS and TRIES must be at least 1")
         if self.reconcile_recent < 0 or self.reconcile_period < 0:
             out.append("RECONCILE_RECENT and RECONCILE_PERIOD cannot be negative")
+        for name in ("guild_monthly_budget_usd", "monthly_budget_usd"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                out.append(f"{name.upper()} cannot be negative")
+        if not 0 <= self.dm_budget_share <= 1:
+            out.append("DM_BUDGET_SHARE must be between 0 and 1")
+        if self.dm_daily_reply_cap < 0:
+            out.append("DM_DAILY_REPLY_CAP cannot be negative")
         return out

@@ -19,7 +19,7 @@ from memory.compactor import Compactor, PassReport
 from memory.config import MemoryConfig
 from memory.erase import ErasureReport
 from memory.log import ChatKey, NewMessage
-from memory.models import Chat, MemoryRow, OptOut
+from memory.models import Chat, GuildSettings, MemoryRow, OptOut
 from memory.view import PromptView, prompt_view
 
 DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
@@ -166,6 +166,7 @@ class MemoryEngine:
             ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
             # Opt-outs stay (they hold only ids): after a re-invite the person is still not logged.
             report = await erase.delete_chats(s, ids)
+            await s.execute(delete(GuildSettings).where(GuildSettings.guild_id == guild_id))
         self.purge_due = True
         return report
 

@@ -189,3 +189,11 @@ async def cache_read_share(
     """cache_read / (input + cache_write + cache_read) over reply calls; None with no reply rows."""
     summary = await usage_summary(session, chat_id=chat_id, guild_id=guild_id, since=since)
     return summary.cache_read_share
+
+
+async def cost_by_chat(session: AsyncSession, *, since: datetime | None = None) -> dict[int | None, Decimal]:
+    """USD at list price per ``chats.id`` (None: rows of chats since deleted), for `eva stats`."""
+    query = select(UsageEntry.chat_id, func.sum(UsageEntry.cost_usd)).group_by(UsageEntry.chat_id)
+    if since is not None:
+        query = query.where(UsageEntry.created_at >= since)
+    return {chat_id: Decimal(total or 0) for chat_id, total in await session.execute(query)}

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
@@ -19,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.errors import ChatNotFound
 from memory.importers import message_text
-from memory.models import Chat, MemoryRow, Message
+from memory.models import Chat, GuildSettings, MemoryRow, Message
 from memory.render import tail_line
 from memory.tree import utf8_len
 
@@ -50,8 +51,13 @@ class NewMessage:
 
 
 async def ensure_chat(session: AsyncSession, key: ChatKey, timezone: str = "UTC") -> int:
-    """The chat's id, created (with its empty memory row) on first sight."""
+    """The chat's id, created (with its empty memory row) on first sight. A server's own time
+    zone (/settings timezone) wins over ``timezone``, the host's."""
     if key.discord_id is not None:
+        zone: Any = timezone
+        if key.guild_id is not None:
+            chosen = select(GuildSettings.timezone).where(GuildSettings.guild_id == key.guild_id)
+            zone = func.coalesce(chosen.scalar_subquery(), timezone)
         stmt = (
             insert(Chat)
             .values(
@@ -60,7 +66,7 @@ async def ensure_chat(session: AsyncSession, key: ChatKey, timezone: str = "UTC"
                 parent_id=key.parent_id,
                 kind=key.kind,
                 name=key.name[:200],
-                timezone=timezone,
+                timezone=zone,
                 recipient_id=key.recipient_id,
             )
             .on_conflict_do_update(

@@ -159,7 +159,11 @@ class UsageEntry(Base):
     """One model call: its four token counters and its cost at list price."""
 
     __tablename__ = "usage_ledger"
-    __table_args__ = (Index("ix_usage_ledger_guild_time", "guild_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_usage_ledger_guild_time", "guild_id", "created_at"),
+        # The host-wide monthly budget sums this month's rows of every guild and DM.
+        Index("ix_usage_ledger_created_at", "created_at"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     chat_id: Mapped[int | None] = mapped_column(ForeignKey("chats.id", ondelete="SET NULL"), index=True)
@@ -188,3 +192,26 @@ class ReconcileCursor(Base):
     due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), index=True)
     history_reconciled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     recent_reconciled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+class GuildSettings(Base):
+    """One server's choices made with /settings; a NULL column means "the host's default"
+    (the environment setting of the same name), so changing the default reaches every server
+    that never chose. Lists hold Discord ids (channels, roles, members)."""
+
+    __tablename__ = "guild_settings"
+
+    guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    reply_mode: Mapped[str | None] = mapped_column(String(16))  # everywhere, channels, nowhere
+    reply_channels: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    reply_to_name: Mapped[bool | None] = mapped_column(Boolean)
+    allow_roles: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    block_roles: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    allow_members: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    block_members: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    model: Mapped[str | None] = mapped_column(String(100))
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    monthly_budget_usd: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
+    alert_channel_id: Mapped[int | None] = mapped_column(BigInteger)
+    # "YYYY-MM" of the month whose 80% warning / 100% notice was sent: once per month each.
+    budget_warned_month: Mapped[str | None] = mapped_column(String(7))
+    budget_paused_month: Mapped[str | None] = mapped_column(String(7))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

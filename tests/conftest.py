@@ -24,7 +24,16 @@ from memory.embedded import EmbeddedPostgres
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 
-TABLES = ("reconcile_cursors", "usage_ledger", "opt_outs", "memory_rows", "nodes", "messages", "chats")
+TABLES = (
+    "guild_settings",
+    "reconcile_cursors",
+    "usage_ledger",
+    "opt_outs",
+    "memory_rows",
+    "nodes",
+    "messages",
+    "chats",
+)
 
 
 @pytest.fixture(scope="session")

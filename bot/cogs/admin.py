@@ -207,19 +207,19 @@ class MemoryAdmin(commands.Cog):
         )
         if paused:
             text = (
-                f"Paused: I no longer log messages in {target.label}."
-                " Its memory stays; /memory resume undoes this."
+                f"Paused: in {target.label} I no longer log messages and no longer reply."
+                " What I remember of it stays; /memory resume undoes both."
             )
         else:
-            text = f"Resumed: I log messages in {target.label} again."
+            text = f"Resumed: I log messages in {target.label} and reply there again."
         await answer(interaction, text)
 
-    @memory.command(name="pause", description="Stop logging a channel's messages (its memory stays)")
+    @memory.command(name="pause", description="Stop logging and replying in a channel (its memory stays)")
     @app_commands.describe(channel="Which channel (default: this one)")
     async def pause(self, interaction: discord.Interaction, channel: ChannelOption | None = None) -> None:
         await self._set_paused(interaction, channel, True)
 
-    @memory.command(name="resume", description="Log a paused channel's messages again")
+    @memory.command(name="resume", description="Log and reply in a paused channel again")
     @app_commands.describe(channel="Which channel (default: this one)")
     async def resume(self, interaction: discord.Interaction, channel: ChannelOption | None = None) -> None:
         await self._set_paused(interaction, channel, False)

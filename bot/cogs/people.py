@@ -25,6 +25,9 @@ from memory.errors import UserFacingError
 log = structlog.get_logger(__name__)
 
 NO_MEMORY_HERE = "I have no memory of this channel yet."
+NO_HISTORY_HERE = (
+    "You cannot read this channel's message history, so I will not show you what was said in it."
+)
 MAX_CHOICES = 25  # Discord shows at most 25 autocomplete choices
 MESSAGE_PAGES_SHOWN = 10  # engine pages of one message joined for a person (10 x 4,000 chars)
 RECALL_LIMIT = 10  # hits for a person; the answer is paginated, so more than the model's 5
@@ -78,9 +81,13 @@ class People(commands.Cog):
         return services_of(self.bot)
 
     async def _chat_here(self, interaction: discord.Interaction) -> int:
-        """This channel's memory; an error sentence when it has none."""
+        """This channel's memory; an error sentence when it has none, or when the member may not
+        read its history (then older messages would show what was said before they could see)."""
         if interaction.channel_id is None:
             raise UserFacingError(NO_MEMORY_HERE)
+        # Discord resolves the member's permissions in this channel; a DM has none to check.
+        if interaction.guild_id is not None and not interaction.permissions.read_message_history:
+            raise UserFacingError(NO_HISTORY_HERE)
         chat = await self.services.engine.chat_by_discord_id(interaction.channel_id)
         if chat is None:
             raise UserFacingError(NO_MEMORY_HERE)

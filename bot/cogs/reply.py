@@ -39,6 +39,7 @@ from bot.limits import (
     record_turn_usage,
 )
 from bot.prompts import system_prompt
+from bot.reply_gate import ReplyGate
 from bot.services import Services
 from bot.splitting import split_message
 from bot.tools import TOOLS, ToolContext, ToolResult, post_forget_confirmation, run_tool
@@ -95,6 +96,7 @@ class ReplyCog(commands.Cog):
         self.system = system_prompt(self.settings)  # read once: byte-identical for every turn
         self.cooldown = Cooldown(self.settings.user_cooldown_seconds)
         self.queues: dict[int, ChatQueue] = {}
+        self.gate = ReplyGate(bot, services)  # per-server settings and spending
 
     async def cog_unload(self) -> None:
         workers = [q.worker for q in self.queues.values() if q.worker is not None]
@@ -117,7 +119,7 @@ class ReplyCog(commands.Cog):
             return True
         if self._replies_to_me(message, me.id):
             return True
-        return self.settings.reply_to_name and mentions_name(message.content, self.settings.bot_name)
+        return mentions_name(message.content, self.settings.bot_name)  # the gate applies REPLY_TO_NAME
 
     @staticmethod
     def _replies_to_me(message: discord.Message, my_id: int) -> bool:
@@ -143,6 +145,11 @@ class ReplyCog(commands.Cog):
 
     async def _admit(self, message: discord.Message) -> bool:
         """The bill's limits; each refusal answers with one short note (or stays quiet)."""
+        gate = await self.gate.check(message)
+        if gate.note is not None:
+            await self._send(message, gate.note)
+        if not gate.admitted:
+            return False
         verdict = self.cooldown.check(message.author.id, self.services.clock.now())
         if verdict is Verdict.NOTE:
             log.info("reply.cooldown", channel_id=message.channel.id, user_id=message.author.id)
@@ -250,7 +257,7 @@ class ReplyCog(commands.Cog):
 
         return await run_turn(
             self.services.claude,
-            model=self.settings.reply_model,
+            model=await self.gate.model_for(guild_id),
             max_tokens=self.settings.reply_max_tokens,
             system=self.system,
             tools=TOOLS,
@@ -274,7 +281,7 @@ class ReplyCog(commands.Cog):
                 self.services.sessions,
                 chat_id=chat_id,
                 guild_id=guild_id,
-                model=self.settings.reply_model,
+                model=await self.gate.model_for(guild_id),
                 usages=result.usages,
                 prices=self.services.prices,
             )

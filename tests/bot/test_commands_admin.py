@@ -155,7 +155,10 @@ async def test_compact_builds_and_swaps_now(world: World) -> None:
 
 async def test_pause_and_resume(world: World) -> None:
     paused = reply_text(await world.admin.slash(world.general, "memory pause", channel=world.other))
-    assert paused.startswith(f"Paused: I no longer log messages in <#{world.other.id}>.")
+    assert paused == (
+        f"Paused: in <#{world.other.id}> I no longer log messages and no longer reply."
+        " What I remember of it stays; /memory resume undoes both."
+    )
     assert (await world.engine.chat_by_discord_id(world.other.id)).paused  # type: ignore[union-attr]
     again = reply_text(await world.admin.slash(world.general, "memory pause", channel=world.other))
     assert again == f"Logging in <#{world.other.id}> was already paused."
@@ -163,7 +166,7 @@ async def test_pause_and_resume(world: World) -> None:
     assert await world.ingest.flush(timeout=5)
     assert await world.engine.message_count(world.other_chat) == 7  # ingest skips a paused channel
     resumed = reply_text(await world.admin.slash(world.other, "memory resume"))
-    assert resumed == f"Resumed: I log messages in <#{world.other.id}> again."
+    assert resumed == f"Resumed: I log messages in <#{world.other.id}> and reply there again."
     assert not (await world.engine.chat_by_discord_id(world.other.id)).paused  # type: ignore[union-attr]
     await world.alice.send(world.other, "said after resuming")
     assert await world.ingest.flush(timeout=5)

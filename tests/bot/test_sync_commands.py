@@ -22,7 +22,7 @@ from bot.settings import Settings
 from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
 
 REPO = Path(__file__).resolve().parents[2]
-EXPECTED = {"zoom", "recall", "forget-me", "remember-me", "memory"}
+EXPECTED = {"zoom", "recall", "forget-me", "remember-me", "memory", "settings"}
 MEMORY_SUBCOMMANDS = ["status", "view", "node", "compact", "pause", "resume", "wipe"]
 TIMEOUT_S = 10.0
 
@@ -59,7 +59,7 @@ async def test_sync_commands_registers_in_one_guild(
     assert [o["name"] for o in memory["options"]] == MEMORY_SUBCOMMANDS
     assert memory["default_member_permissions"] == str(discord.Permissions(manage_guild=True).value)
     printed = capsys.readouterr().out
-    assert printed.startswith(f"registered 5 commands in server {fake.ids.guild}:")
+    assert printed.startswith(f"registered 6 commands in server {fake.ids.guild}:")
     assert "/memory (status, view, node, compact, pause, resume, wipe)" in printed
     assert discord.http.Route.BASE == "https://discord.com/api/v10"  # the CLI put it back
 
@@ -78,13 +78,16 @@ async def test_eva_sync_commands_as_a_process_registers_globally(fake: FakeDisco
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
-    assert out.decode().startswith("registered 5 commands globally:")
+    assert out.decode().startswith("registered 6 commands globally:")
     assert command_puts(fake) == [f"/applications/{fake.ids.application}/commands"]
     listed = fake.commands.listed()
     assert {c["name"] for c in listed} == EXPECTED
     memory = next(c for c in listed if c["name"] == "memory")
     assert memory["contexts"] == [0] and memory["dm_permission"] is False  # guild only
     assert memory["default_member_permissions"] == "32"  # Manage Server by default
+    settings = next(c for c in listed if c["name"] == "settings")
+    assert settings["contexts"] == [0] and settings["dm_permission"] is False
+    assert settings["default_member_permissions"] == "32"
     zoom = next(c for c in listed if c["name"] == "zoom")
     assert zoom.get("contexts") in (None, [0, 1]) and zoom["default_member_permissions"] is None
 

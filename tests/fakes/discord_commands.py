@@ -148,5 +148,11 @@ class CommandRegistry:
             channel_data = {**self.world.channel_payload(channel), "permissions": "0"}
             resolved.setdefault("channels", {})[str(channel.id)] = channel_data
         elif kind == OPTION_ROLE:
-            option["value"] = str(value)
+            # Discord resolves a role option to the role object, as it does users and channels.
+            guild = self.world.guild(guild_id) if guild_id else None
+            role = guild.roles.get(int(value)) if guild else None
+            if role is None:
+                raise DiscordError(400, 50035, f"option {name!r}: unknown role {value}")
+            option["value"] = str(role.id)
+            resolved.setdefault("roles", {})[str(role.id)] = role.payload()
         return option

@@ -1,0 +1,74 @@
+"""`eva stats` without `--chat`: every chat with its message count and cost at list price, and
+this month's total against the host-wide budget (MONTHLY_BUDGET_USD)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.settings import Settings
+from memory.engine import MemoryEngine
+from memory.guild_policy import BudgetLevel, budget_level, month_start
+from memory.guild_settings import GuildSettingsStore
+from memory.ledger import cost_by_chat
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCost:
+    name: str
+    kind: str
+    messages: int
+    total: Decimal  # all time
+    month: Decimal  # since the 1st
+
+
+@dataclass(frozen=True, slots=True)
+class CostReport:
+    chats: list[ChatCost]
+    month_from: datetime
+    timezone: str
+    month_total: Decimal  # every row this month, erased chats included
+    budget: Decimal | None
+
+
+async def chat_costs(
+    sessions: async_sessionmaker[AsyncSession], engine: MemoryEngine, settings: Settings
+) -> CostReport:
+    now = engine.clock.now()
+    since = month_start(now, settings.timezone)
+    async with sessions() as session:
+        total, month = await cost_by_chat(session), await cost_by_chat(session, since=since)
+    chats = [
+        ChatCost(
+            chat.name, chat.kind, await engine.message_count(chat.id),
+            total.get(chat.id, Decimal(0)), month.get(chat.id, Decimal(0)),
+        )
+        for chat in await engine.list_chats()
+    ]  # fmt: skip
+    budget = settings.monthly_budget_usd
+    return CostReport(
+        chats=chats,
+        month_from=since,
+        timezone=settings.timezone,
+        month_total=await GuildSettingsStore(sessions).host_spent(now, settings.timezone),
+        budget=Decimal(str(budget)) if budget is not None and budget > 0 else None,
+    )
+
+
+def format_costs(report: CostReport) -> str:
+    """The listing (pure): one tab-separated line per chat, then the month against the budget."""
+    lines = ["chat\tkind\tmessages\tcost\tthis month"]
+    for chat in report.chats:
+        lines.append(f"{chat.name}\t{chat.kind}\t{chat.messages}\t${chat.total:.4f}\t${chat.month:.4f}")
+    head = f"This month (since {report.month_from:%Y-%m-%d} {report.timezone}): ${report.month_total:.2f}"
+    if report.budget is None:
+        lines.append(f"{head}; no MONTHLY_BUDGET_USD set.")
+    else:
+        percent = int(report.month_total * 100 / report.budget)
+        over = budget_level(report.month_total, report.budget) is BudgetLevel.OVER
+        state = " Replies are paused until the 1st." if over else ""
+        lines.append(f"{head} of the ${report.budget:.2f} MONTHLY_BUDGET_USD ({percent}%).{state}")
+    return "\n".join(lines)

@@ -1,0 +1,201 @@
+"""Who Eva answers, where, with which model, and whether the money allows it: pure functions
+over plain data (no Discord, no database), so every rule is tested without either.
+
+A server's choices (/settings) override the host's defaults (environment settings); a choice
+left unset follows the default, also when the host changes it later. Access lists work like
+llmcord's ``permissions``: a block (member or role) always wins; when either allow list is
+non-empty, only the members and roles on them are answered.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+REPLY_MODES = ("everywhere", "channels", "nowhere")
+WARN_SHARE = Decimal("0.8")  # the admins hear about the budget once 80% of it is spent
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """The host's defaults, from the environment settings."""
+
+    reply_to_name: bool
+    model: str
+    allowed_models: tuple[str, ...]
+    timezone: str
+    monthly_budget_usd: Decimal | None  # a server's budget unless it sets its own; None = none
+
+
+@dataclass(frozen=True, slots=True)
+class GuildChoices:
+    """What a server chose; None means "the host's default"."""
+
+    reply_mode: str | None = None
+    reply_channels: frozenset[int] = frozenset()
+    reply_to_name: bool | None = None
+    allow_roles: frozenset[int] = frozenset()
+    block_roles: frozenset[int] = frozenset()
+    allow_members: frozenset[int] = frozenset()
+    block_members: frozenset[int] = frozenset()
+    model: str | None = None
+    timezone: str | None = None
+    monthly_budget_usd: Decimal | None = None  # 0 = explicitly no budget
+    alert_channel_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A server's effective settings: its choices with the defaults filled in."""
+
+    reply_mode: str
+    reply_channels: frozenset[int]
+    reply_to_name: bool
+    allow_roles: frozenset[int]
+    block_roles: frozenset[int]
+    allow_members: frozenset[int]
+    block_members: frozenset[int]
+    model: str
+    timezone: str
+    monthly_budget_usd: Decimal | None  # None: no budget
+    alert_channel_id: int | None = None
+    overridden: frozenset[str] = field(default_factory=frozenset)  # names the server chose
+
+
+def effective(choices: GuildChoices, defaults: Defaults) -> Policy:
+    """Fill the unset choices from the defaults. A model the host no longer allows falls back
+    to the default model rather than keep spending on one the host took off the list."""
+    overridden = {
+        name
+        for name in ("reply_mode", "reply_to_name", "model", "timezone", "monthly_budget_usd")
+        if getattr(choices, name) is not None
+    }
+    model = choices.model if choices.model in defaults.allowed_models else defaults.model
+    budget = defaults.monthly_budget_usd if choices.monthly_budget_usd is None else choices.monthly_budget_usd
+    return Policy(
+        reply_mode=choices.reply_mode or "everywhere",
+        reply_channels=choices.reply_channels,
+        reply_to_name=defaults.reply_to_name if choices.reply_to_name is None else choices.reply_to_name,
+        allow_roles=choices.allow_roles,
+        block_roles=choices.block_roles,
+        allow_members=choices.allow_members,
+        block_members=choices.block_members,
+        model=model,
+        timezone=choices.timezone or defaults.timezone,
+        monthly_budget_usd=budget if budget is not None and budget > 0 else None,
+        alert_channel_id=choices.alert_channel_id,
+        overridden=frozenset(overridden),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Asker:
+    """A message that would trigger a reply, as plain ids."""
+
+    author_id: int
+    role_ids: frozenset[int]
+    channel_id: int
+    parent_id: int | None = None  # a thread's channel: a listed channel covers its threads
+    by_name_only: bool = False  # triggered only by the bot's name (no mention, no reply)
+
+
+class Refusal(enum.Enum):
+    """Why a trigger gets no reply. All of these are silent: nobody is told off in public."""
+
+    PAUSED = "paused"  # /memory pause: neither logged nor answered
+    LISTEN_ONLY = "listen_only"
+    CHANNEL_NOT_LISTED = "channel_not_listed"
+    NAME_OFF = "name_off"
+    BLOCKED = "blocked"
+    NOT_ALLOWED = "not_allowed"
+
+
+def is_blocked(policy: Policy, author_id: int, role_ids: Iterable[int]) -> bool:
+    return author_id in policy.block_members or bool(frozenset(role_ids) & policy.block_roles)
+
+
+def may_talk(policy: Policy, author_id: int, role_ids: Iterable[int]) -> bool:
+    """llmcord's rule: blocked (member or any role) never; with an allow list, only those on it."""
+    roles = frozenset(role_ids)
+    if is_blocked(policy, author_id, roles):
+        return False
+    if not (policy.allow_members or policy.allow_roles):
+        return True
+    return author_id in policy.allow_members or bool(roles & policy.allow_roles)
+
+
+def refusal(policy: Policy, asker: Asker, *, paused: bool) -> Refusal | None:
+    """Why this trigger gets no reply in this server, or None when it may get one."""
+    if paused:
+        return Refusal.PAUSED
+    if policy.reply_mode == "nowhere":
+        return Refusal.LISTEN_ONLY
+    if policy.reply_mode == "channels" and not (
+        asker.channel_id in policy.reply_channels or asker.parent_id in policy.reply_channels
+    ):
+        return Refusal.CHANNEL_NOT_LISTED
+    if asker.by_name_only and not policy.reply_to_name:
+        return Refusal.NAME_OFF
+    if not may_talk(policy, asker.author_id, asker.role_ids):
+        # Which of the two, for the log line only.
+        blocked = is_blocked(policy, asker.author_id, asker.role_ids)
+        return Refusal.BLOCKED if blocked else Refusal.NOT_ALLOWED
+    return None
+
+
+# --- money -----------------------------------------------------------------------------------
+
+
+class BudgetLevel(enum.Enum):
+    OK = "ok"
+    WARN = "warn"  # 80% or more spent: tell the admins (once a month)
+    OVER = "over"  # all spent: replies pause until the month ends (one notice)
+
+
+def budget_level(spent: Decimal, budget: Decimal | None) -> BudgetLevel:
+    if budget is None or budget <= 0:
+        return BudgetLevel.OK
+    if spent >= budget:
+        return BudgetLevel.OVER
+    if spent >= budget * WARN_SHARE:
+        return BudgetLevel.WARN
+    return BudgetLevel.OK
+
+
+def dm_budget(host_budget: Decimal | None, share: float) -> Decimal | None:
+    """What all DMs together may spend in a month: their share of the host-wide budget."""
+    if host_budget is None or host_budget <= 0:
+        return None
+    return (host_budget * Decimal(str(share))).quantize(Decimal("0.01"))
+
+
+def month_key(now: datetime, timezone: str) -> str:
+    """ "YYYY-MM" of ``now`` in ``timezone``: the once-a-month marks of the budget notices."""
+    return now.astimezone(ZoneInfo(timezone)).strftime("%Y-%m")
+
+
+def month_start(now: datetime, timezone: str) -> datetime:
+    """Midnight on the 1st of ``now``'s month in ``timezone`` (an aware datetime)."""
+    local = now.astimezone(ZoneInfo(timezone))
+    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def day_start(now: datetime, timezone: str) -> datetime:
+    local = now.astimezone(ZoneInfo(timezone))
+    return local.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def valid_timezone(name: str) -> str | None:
+    """The IANA name, or None when it is not one (``Europe/Stockholm`` yes, ``CEST`` no)."""
+    name = name.strip()
+    if not name or name != name.strip("/") or ".." in name:
+        return None
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+    return name
