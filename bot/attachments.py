@@ -173,20 +173,21 @@ async def read_files(sources: Sequence[FileSource], limits: FileLimits) -> list[
     for source in sources:
         for attachment in source.attachments:
             kind = file_kind(attachment.filename, getattr(attachment, "content_type", None))
+            # Only files actually shown count against the limits: a broken one costs nothing.
             if kind == "image":
-                images += 1
-                if images > limits.image_max_count:
+                if images >= limits.image_max_count:
                     problem = f"not looked at: only {limits.image_max_count} images per reply"
                     results.append(TurnFile(attachment.filename, source.where, problem=problem))
                     continue
                 results.append(await _read_image(attachment, source.where, limits))
+                images += results[-1].data is not None
             elif kind == "text":
-                texts += 1
-                if texts > TEXT_FILES_PER_TURN:
+                if texts >= TEXT_FILES_PER_TURN:
                     problem = f"not read: only {TEXT_FILES_PER_TURN} text files per reply"
                     results.append(TurnFile(attachment.filename, source.where, problem=problem))
                     continue
                 results.append(await _read_text(attachment, source.where, limits))
+                texts += results[-1].text is not None
     for result in results:
         if result.problem is not None:  # ids and reasons only: a file name can be personal
             log.info("reply.file_not_shown", problem=result.problem.split(" (")[0])

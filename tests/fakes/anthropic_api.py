@@ -97,6 +97,7 @@ class FakeAnthropic:
         self.compactor = Compactor(overshoot_rate)
         self.replier = Replier()
         self.api_keys = api_keys
+        self.stream_chunk_chars: int | None = None  # characters per streamed text delta
         self.log: list[LogEntry] = []
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -222,7 +223,7 @@ class FakeAnthropic:
         usage = self.cache.process(body["model"], blocks_of_request(body))
         message["usage"] = entry.usage = usage.as_usage(output_tokens(message["content"]))
         if body.get("stream"):
-            response = await write_sse(request, message, entry.request_id)
+            response = await write_sse(request, message, entry.request_id, self.stream_chunk_chars)
         else:
             response = web.json_response(message, headers={"request-id": entry.request_id})
         entry.status = 200

@@ -72,14 +72,19 @@ def output_tokens(content: list[dict[str, Any]]) -> int:
     return max(1, total)
 
 
-def _chunks(text: str, count: int = STREAM_CHUNKS) -> list[str]:
-    size = max(1, -(-len(text) // count))
+def _chunks(text: str, count: int = STREAM_CHUNKS, size: int | None = None) -> list[str]:
+    """``count`` pieces, or pieces of ``size`` characters (the real API sends a few tokens per
+    delta, so a long reply comes in hundreds of deltas)."""
+    size = size or max(1, -(-len(text) // count))
     return [text[start : start + size] for start in range(0, len(text), size)] or [""]
 
 
-async def write_sse(request: web.Request, message: dict[str, Any], request_id: str) -> web.StreamResponse:
+async def write_sse(
+    request: web.Request, message: dict[str, Any], request_id: str, chunk_chars: int | None = None
+) -> web.StreamResponse:
     """The message as server-sent events, with the API's event names and order:
     message_start, ping, per block content_block_start / _delta... / _stop, message_delta, message_stop.
+    ``chunk_chars`` sets the characters per text delta (default: three deltas per block).
     """
     headers = {"request-id": request_id, "content-type": "text/event-stream", "cache-control": "no-cache"}
     response = web.StreamResponse(status=200, headers=headers)
@@ -96,7 +101,8 @@ async def write_sse(request: web.Request, message: dict[str, Any], request_id: s
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in _chunks(block["text"])]
+            pieces = _chunks(block["text"], size=chunk_chars)
+            deltas = [{"type": "text_delta", "text": piece} for piece in pieces]
         else:
             start = {**block, "input": {}}
             pieces = _chunks(json.dumps(block["input"]))
