@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,7 +100,9 @@ class ReplyCog(commands.Cog):
         self.system = system_prompt(self.settings)  # read once: byte-identical for every turn
         self.cooldown = CooldownGate(self.settings.user_cooldown_seconds)
         self.queues: dict[int, ChatQueue] = {}
-        self.live_clock = time.monotonic  # the streamed reply's edit interval runs on this
+        # The streamed reply's edit interval runs on these (tests drive them by hand).
+        self.live_clock: Callable[[], float] = time.monotonic
+        self.live_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     async def cog_unload(self) -> None:
         workers = [q.worker for q in self.queues.values() if q.worker is not None]
@@ -218,7 +220,9 @@ class ReplyCog(commands.Cog):
         chat_id: int | None = None
         live = None
         if self.settings.stream_replies:
-            live = LiveReply(trigger, defuse=defuse_mass_mentions, clock=self.live_clock)
+            live = LiveReply(
+                trigger, defuse=defuse_mass_mentions, clock=self.live_clock, sleep=self.live_sleep
+            )
         try:
             chat_id = await self._chat_id(trigger.channel)
             if chat_id is None:
