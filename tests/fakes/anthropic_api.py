@@ -43,6 +43,7 @@ from tests.fakes.anthropic_messages import build_message, output_tokens, write_s
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
 from tests.fakes.prompt_cache import Clock, OffsetClock, PromptCache, blocks_of_request, count_request_tokens
 
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _MALFORMED_BODY = b'{"id": "msg_truncated", "type": "mess'
 
 
@@ -129,7 +130,9 @@ class FakeAnthropic:
         return [e for e in self.log if e.path == "/v1/messages" and (kind is None or e.kind == kind)]
 
     def app(self) -> web.Application:
-        app = web.Application()
+        # The Messages API takes request bodies up to 32 MB (larger: 413 request_too_large);
+        # aiohttp's default of 1 MB would refuse one photo.
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         app.router.add_post("/v1/messages", self._handle_messages)
         app.router.add_post("/v1/messages/count_tokens", self._handle_count_tokens)
         self._control_routes(app)
