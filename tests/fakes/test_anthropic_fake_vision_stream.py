@@ -116,11 +116,7 @@ async def test_streamed_text_comes_in_the_apis_event_order(
         "message_stop",
     ]  # the SDK drops "ping" events from the raw stream
     start = events[0]["message"]
-    assert (
-        start["content"] == [] and start["stop_reason"] is None
-        if "stop_reason" in start
-        else start["content"] == []
-    )
+    assert start["content"] == [] and "stop_reason" not in start  # None until message_delta
     assert events[1]["content_block"] == {"type": "text", "text": ""} and events[1]["index"] == 0
     assert "".join(e["delta"]["text"] for e in events[2:6]) == "Hello there, you."
     assert {e["delta"]["type"] for e in events[2:6]} == {"text_delta"}
