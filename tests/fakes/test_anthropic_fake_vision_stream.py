@@ -146,3 +146,13 @@ async def test_a_reply_cut_by_max_tokens_says_so_in_the_stream(
         final = await stream.get_final_message()
     assert final.stop_reason == "max_tokens" and final.content[0].type == "text"
     assert final.content[0].text == ("word " * 40)[:20]  # 5 tokens x 4 bytes
+
+
+async def test_an_image_counts_as_at_most_1600_tokens_whatever_its_file_size(
+    client: anthropic.AsyncAnthropic,
+) -> None:
+    big = PNG + bytes(400_000)  # 400 KB of base64-encoded data would be ~133k tokens as text
+    counted = await client.messages.count_tokens(
+        model=MODEL, messages=[{"role": "user", "content": [image(big)]}]
+    )
+    assert counted.input_tokens == 1600
