@@ -96,6 +96,9 @@ async def test_files_over_a_limit_are_not_downloaded() -> None:
     files = await read_files([FileSource("alice's message #3", [big, other])], FileLimits(1000, 4, 1000))
     assert [f.filename for f in files] == ["big.png"] and files[0].problem is not None
     assert big.reads == 0 and other.reads == 0
+    liar = FakeAttachment("liar.png", PNG + bytes(5000), size=10)  # announced 10 bytes, sent 5 KB
+    (checked,) = await read_files([FileSource("alice's message #3", [liar])], FileLimits(1000, 4, 1000))
+    assert checked.data is None and checked.problem == "too big to look at (5.0 KB)"
 
 
 def test_file_blocks_frame_text_and_place_images() -> None:
