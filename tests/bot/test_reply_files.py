@@ -20,6 +20,7 @@ from bot.settings import Settings
 from memory.models import Message
 from tests.bot.reply_world import World, build_world, make_bot, make_services, make_settings, user_text
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.prompt_cache import blocks_of_request
 
 
 @pytest.fixture
@@ -103,6 +104,12 @@ async def test_an_image_goes_to_the_model_once_and_the_memory_keeps_its_name(wor
     await world.alice.send(world.general, f"{world.me.mention} and now?")
     later = world.replies()[-1]
     assert images_of(later) == []  # the tail names the file; the image is not sent again
+    # The image sat after every stable mark, so this turn still reads the memory row from the
+    # cache (an image inside the cached prefix would have changed it).
+    blocks = blocks_of_request(later.body)
+    memory_mark = [i for i, b in enumerate(blocks) if b.ttl is not None][1]  # after the system mark
+    assert later.usage is not None
+    assert later.usage["cache_read_input_tokens"] >= sum(b.tokens for b in blocks[: memory_mark + 1])
     assert "alice: <@" in user_text(later.body) and "[file: holiday.jpg]" in user_text(later.body)
 
 
