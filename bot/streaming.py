@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anthropic
 from anthropic import AsyncAnthropic
 from anthropic.types import Message
 
@@ -48,6 +49,25 @@ async def stream_message(
             final = await stream.get_final_message()
     except ClaudeError:
         raise
+    except anthropic.APIStatusError as exc:
+        raise ClaudeError(stream_failure_reason(exc)) from exc
     except Exception as exc:
         raise ClaudeError(failure_reason(exc)) from exc
     return as_message(final)
+
+
+def stream_failure_reason(exc: anthropic.APIStatusError) -> str:
+    """An ``error`` event inside a stream arrives after the 200, so the SDK raises it with
+    status 200: name it by the error's type instead ("overloaded_error" -> "overloaded
+    (mid-stream)"); the type is one of the API's fixed names, never message text."""
+    if exc.status_code != 200:
+        return failure_reason(exc)
+    body: Any = exc.body if isinstance(exc.body, dict) else {}
+    error: Any = body.get("error")
+    kind = str(error.get("type", "")) if isinstance(error, dict) else ""
+    name = (
+        kind.removesuffix("_error").replace("_", " ")
+        if kind.endswith("_error") and kind.isascii()
+        else "error"
+    )
+    return f"{name[:40]} (mid-stream)"

@@ -12,12 +12,14 @@ import simcord
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.client import EvaBot
+from bot.limits import CLAUDE_DOWN_NOTE, replies_this_month
 from bot.live_reply import EDIT_SECONDS, LiveReply
 from bot.settings import Settings
 from bot.splitting import split_message
 from bot.turn import CONTINUE_NOTE
 from tests.bot.reply_world import World, build_world, make_bot, make_services, make_settings, user_text
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.anthropic_behaviours import Fault
 from tests.fakes.prompt_cache import BYTES_PER_TOKEN
 
 USERS_ONLY = {"parse": ["users"], "replied_user": False}
@@ -203,4 +205,25 @@ async def test_the_cooldown_is_per_person_and_per_channel(world: World) -> None:
     await world.env.advance_time(30)
     assert len(world.replies()) == 4
     assert "Answer alice's message #304." in user_text(world.replies()[-1].body)
+    assert world.bot_messages()[-1].content.startswith("Fake reply")
+
+
+# --- a failure after the 200 ----------------------------------------------------------------
+
+
+async def test_an_overload_mid_stream_replaces_the_partial_reply_with_a_note(world: World) -> None:
+    driven(world)
+    world.fake.stream_chunk_chars = 40
+    world.fake.faults.fail_next(1, Fault("stream_error", after_deltas=5), match="reply")
+    world.fake.script.push_text(SENTENCES)
+    await world.alice.send(world.general, f"{world.me.mention} tell me everything")
+    (request,) = world.replies()  # an error inside a stream is not retried by the SDK
+    assert request.status == 200 and request.fault == "stream_error"
+    shown = [r.json["content"] for r in message_requests(world, "POST")]
+    assert shown[0].startswith("Sentence number 0")  # the partial answer was on screen ...
+    (answer,) = world.bot_messages()
+    assert answer.content == CLAUDE_DOWN_NOTE  # ... and became the note, in the same message
+    assert await replies_this_month(world.services.sessions, world.guild.id, world.clock.now(), "UTC") == 0
+    world.later()
+    await world.alice.send(world.general, f"{world.me.mention} and now?")
     assert world.bot_messages()[-1].content.startswith("Fake reply")

@@ -209,6 +209,9 @@ class FakeAnthropic:
         entry.kind = "compact" if is_compaction_request(body) else "reply"
         # An injected fault comes first; a hang only delays, then the script has its turn.
         injected = self.faults.pick(entry.kind)
+        error_after = None
+        if injected is not None and injected.kind == "stream_error" and body.get("stream"):
+            entry.fault, error_after, injected = injected.kind, injected.after_deltas, None
         if injected is not None and (failed := await self._fault_response(injected, entry)) is not None:
             return failed
         outcome = self.script.pop_for(entry.kind)
@@ -226,7 +229,9 @@ class FakeAnthropic:
         usage = self.cache.process(body["model"], blocks_of_request(body))
         message["usage"] = entry.usage = usage.as_usage(output_tokens(message["content"]))
         if body.get("stream"):
-            response = await write_sse(request, message, entry.request_id, self.stream_chunk_chars)
+            response = await write_sse(
+                request, message, entry.request_id, self.stream_chunk_chars, error_after
+            )
         else:
             response = web.json_response(message, headers={"request-id": entry.request_id})
         entry.status = 200

@@ -79,12 +79,21 @@ def _chunks(text: str, count: int = STREAM_CHUNKS, size: int | None = None) -> l
     return [text[start : start + size] for start in range(0, len(text), size)] or [""]
 
 
+STREAM_ERROR = {"type": "overloaded_error", "message": "Overloaded"}
+
+
 async def write_sse(
-    request: web.Request, message: dict[str, Any], request_id: str, chunk_chars: int | None = None
+    request: web.Request,
+    message: dict[str, Any],
+    request_id: str,
+    chunk_chars: int | None = None,
+    error_after: int | None = None,
 ) -> web.StreamResponse:
     """The message as server-sent events, with the API's event names and order:
     message_start, ping, per block content_block_start / _delta... / _stop, message_delta, message_stop.
     ``chunk_chars`` sets the characters per text delta (default: three deltas per block).
+    ``error_after``: after that many deltas an ``error`` event ends the stream, as the API does
+    when it fails after the 200 (an overload mid-answer).
     """
     headers = {"request-id": request_id, "content-type": "text/event-stream", "cache-control": "no-cache"}
     response = web.StreamResponse(status=200, headers=headers)
@@ -109,7 +118,12 @@ async def write_sse(
             deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
         await send("content_block_start", {"index": index, "content_block": start})
         for delta in deltas:
+            if error_after is not None and error_after <= 0:
+                await send("error", {"error": STREAM_ERROR})
+                await response.write_eof()
+                return response
             await send("content_block_delta", {"index": index, "delta": delta})
+            error_after = None if error_after is None else error_after - 1
         await send("content_block_stop", {"index": index})
     counters = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     final = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}

@@ -17,6 +17,7 @@ import anthropic
 import pytest
 
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.anthropic_behaviours import Fault
 from tests.fakes.prompt_cache import ManualClock
 
 MODEL = "claude-sonnet-5-5"
@@ -156,3 +157,24 @@ async def test_an_image_counts_as_at_most_1600_tokens_whatever_its_file_size(
         model=MODEL, messages=[{"role": "user", "content": [image(big)]}]
     )
     assert counted.input_tokens == 1600
+
+
+async def test_a_stream_can_fail_after_its_200_with_an_error_event(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic
+) -> None:
+    fake.faults.fail_next(1, Fault("stream_error", after_deltas=1))
+    fake.script.push_text("This answer will not finish.")
+    seen: list[str] = []
+    with pytest.raises(anthropic.APIStatusError) as failed:
+        async with client.messages.stream(model=MODEL, max_tokens=50, messages=asking()) as stream:
+            async for piece in stream.text_stream:
+                seen.append(piece)
+    assert seen == ["This answe"] and failed.value.status_code == 200  # 1 of 3 deltas of 28 characters
+    assert failed.value.body == {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"},
+    }
+    fake.faults.fail_next(1, Fault("stream_error"))
+    with pytest.raises(anthropic.InternalServerError) as refused:  # not streamed: a 529 up front
+        await client.messages.create(model=MODEL, max_tokens=50, messages=asking())
+    assert refused.value.status_code == 529
