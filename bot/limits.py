@@ -1,8 +1,8 @@
 """Limits that protect the host's bill, each with one short message to show.
 
-- Per-user cooldown (USER_COOLDOWN_SECONDS): one answered trigger per window. The first
-  trigger refused in a window gets a "slow down" note, the rest of a mention storm get nothing,
-  so a storm of 30 mentions costs one note, not 30 messages.
+- Per-user cooldown (USER_COOLDOWN_SECONDS): per person per channel, a trigger inside the
+  window waits for its end, then one turn answers it and whatever came meanwhile
+  (bot/cooldown.py); nothing is dropped and nothing is said in public.
 - Per-guild monthly reply cap (GUILD_MONTHLY_REPLY_CAP, 0 = off): reply turns this calendar
   month, counted from the usage ledger, so the count survives restarts and sees every process.
 - Tool steps (TOOL_STEPS): model calls per turn; enforced by the turn loop (bot/turn.py).
@@ -15,7 +15,6 @@ turn share it exactly and ``count(DISTINCT created_at)`` counts turns, not calls
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -27,7 +26,6 @@ from memory.ledger import record_usage
 from memory.models import UsageEntry
 from memory.pricing import PriceTable, Usage
 
-COOLDOWN_NOTE = "Slow down a little: one question every {seconds} seconds, please. I'm still reading along."
 CAP_NOTE = (
     "I've used up this server's replies for the month, so I'll be quiet until the 1st. "
     "(The host can raise GUILD_MONTHLY_REPLY_CAP.)"
@@ -38,46 +36,6 @@ STEP_LIMIT_NOTE = (
 CLAUDE_DOWN_NOTE = "Sorry, I can't think right now. Try again in a minute?"
 SOMETHING_BROKE_NOTE = "Something went wrong on my side. Try again in a minute?"
 EMPTY_REPLY_NOTE = "Hm, I lost my train of thought. Ask me again?"
-
-# Users remembered by the cooldown before old entries are dropped (each is ~100 bytes).
-_COOLDOWN_PRUNE_AT = 10_000
-
-
-class Verdict(enum.Enum):
-    ALLOW = "allow"
-    NOTE = "note"  # refused; say "slow down" once
-    SILENT = "silent"  # refused; already said it this window
-
-
-class Cooldown:
-    """One answered trigger per user per ``seconds``; the window starts at the answered one."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._last: dict[int, datetime] = {}
-        self._noted: set[int] = set()
-
-    def check(self, user_id: int, now: datetime) -> Verdict:
-        last = self._last.get(user_id)
-        if self.seconds <= 0 or last is None or (now - last).total_seconds() >= self.seconds:
-            self._last[user_id] = now
-            self._noted.discard(user_id)
-            if len(self._last) > _COOLDOWN_PRUNE_AT:
-                self._prune(now)
-            return Verdict.ALLOW
-        if user_id in self._noted:
-            return Verdict.SILENT
-        self._noted.add(user_id)
-        return Verdict.NOTE
-
-    def note(self) -> str:
-        return COOLDOWN_NOTE.format(seconds=f"{self.seconds:g}")
-
-    def _prune(self, now: datetime) -> None:
-        for user_id, at in list(self._last.items()):
-            if (now - at).total_seconds() >= self.seconds:
-                del self._last[user_id]
-                self._noted.discard(user_id)
 
 
 def month_start(now: datetime, timezone: str) -> datetime:

@@ -17,6 +17,7 @@ from memory.pricing import ModelPrice, PriceTable, default_prices
 
 DISCORD_API_BASE = "https://discord.com/api/v10"
 DISCORD_GATEWAY_URL = "wss://gateway.discord.gg/"
+IMAGE_BYTES_CAP = 3_932_160  # base64 of this many bytes is 5,242,880: the API's image cap
 
 
 class Settings(BaseSettings):
@@ -147,4 +148,13 @@ class Settings(BaseSettings):
             out.append("DM_BUDGET_SHARE must be between 0 and 1")
         if self.dm_daily_reply_cap < 0:
             out.append("DM_DAILY_REPLY_CAP cannot be negative")
+        if not 0 < self.image_max_bytes <= IMAGE_BYTES_CAP:
+            out.append(f"IMAGE_MAX_BYTES must be above 0 and at most {IMAGE_BYTES_CAP} (5 MB in base64)")
         return out
+
+    # --- the reply turn's files and streaming (docs/design.md, the reply turn)
+    stream_replies: bool = True  # show the reply growing, edited at most every 1.5 s
+    # 3.9 MB: base64 makes it 5.2 MB, under the API's 5 MB (5,242,880-byte) cap on an image.
+    image_max_bytes: int = 3_900_000
+    image_max_count: int = 4  # images per reply turn (the API takes up to 100)
+    text_file_max_bytes: int = 40_000  # per text file read into a turn (~10k tokens)

@@ -7,6 +7,7 @@ Layout (DESIGN.md section 9), most stable first, at most 4 cache marks:
     user: <memory> row          fixed 4-line blocks                        mark 2 on the last whole block
     user: <tail> raw tail       blocks cut at message indexes k*8          mark 3 on the last whole block
     user: <turn> note           time, who asked, which message             -
+          this turn's files     images and text files of the triggers      -
     the tool loop's steps       assistant tool calls, tool results         mark 4 on the last block
 
 Why these marks: the prompt cache stores a prefix at each mark, and a later request reads the
@@ -19,6 +20,9 @@ prefix no later turn can ever read. The end mark lets step k+1 of the tool loop 
 step k. The row and tail texts come from memory/render.py, where chat text is already
 neutralized: a message cannot close ``</memory>`` or ``</tail>`` and pose as instructions.
 
+The files (bot/attachments.py) sit with the per-turn note, after the last tail mark: they are
+sent with this turn only, so they must not end up inside a prefix a later turn reads.
+
 Request building is pure (``build_request``); :func:`run_turn` does the I/O.
 """
 
@@ -28,13 +32,15 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from anthropic import AsyncAnthropic
 from anthropic.types import Message
 
 from bot.limits import STEP_LIMIT_NOTE
+from bot.sentences import end_at_sentence
+from bot.streaming import stream_message
 from bot.tools import ToolResult
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
 from memory.pricing import Usage
@@ -49,6 +55,11 @@ MEMORY_BLOCK_LINES = 4
 TAIL_BLOCK_MESSAGES = 8
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 LAST_STEP_NOTE = "(That was your last tool call for this turn: answer now with what you have.)"
+# Sent once when a reply runs out of max_tokens (docs/design.md, the reply turn).
+CONTINUE_NOTE = (
+    "(Your reply was cut off by the length limit. Continue it exactly where it stopped, without "
+    "repeating anything, and bring it to an end soon.)"
+)
 
 _TAIL_INDEX = re.compile(r"#(\d+) ")
 
@@ -174,12 +185,15 @@ def build_request(
     view: PromptView,
     note: TurnNote,
     steps: Sequence[dict[str, Any]] = (),
+    files: Sequence[Block] = (),
 ) -> dict[str, Any]:
     """The Messages API body for one step of a turn (pure). ``steps`` are the tool loop's
-    messages so far (assistant, user, assistant, user...), without marks."""
+    messages so far (assistant, user, assistant, user...), without marks; ``files`` are this
+    turn's file blocks, placed after the note."""
     content, marks = first_user_content(view)
     content = [_marked(block) if i in marks else block for i, block in enumerate(content)]
     content.append(_text(note_text(note)))
+    content += [dict(block) for block in files]
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     messages += [{"role": step["role"], "content": list(step["content"])} for step in steps]
     last = messages[-1]["content"]
@@ -222,17 +236,41 @@ def assistant_step(message: Message) -> dict[str, Any]:
 # --- the loop (I/O) -------------------------------------------------------------------------
 
 
+class TurnProgress(Protocol):
+    """What a streamed turn reports while it runs (bot/live_reply.py shows it)."""
+
+    async def text(self, so_far: str) -> None: ...
+
+    async def tool(self, name: str) -> None: ...
+
+
 @dataclass(slots=True)
 class TurnResult:
     text: str = ""
     usages: list[Usage] = field(default_factory=list)
     tool_calls: list[str] = field(default_factory=list)
     step_limited: bool = False
+    continued: bool = False  # ran out of max_tokens once and was continued
+    cut: bool = False  # ran out of max_tokens again: ended at a sentence
     failure: str | None = None  # ClaudeError reason, when a call failed
 
     @property
     def calls(self) -> int:
         return len(self.usages)
+
+
+async def _call(
+    client: AsyncAnthropic, request: dict[str, Any], progress: TurnProgress | None, before: str
+) -> Message:
+    """One model call, streamed when there is someone to show it to. ``before`` is the reply
+    text this call continues (after a max_tokens stop), shown ahead of the new text."""
+    if progress is None:
+        return await create_message(client, **request)
+
+    async def on_text(so_far: str) -> None:
+        await progress.text(before + so_far)
+
+    return await stream_message(client, on_text=on_text, on_tool=progress.tool, **request)
 
 
 async def run_turn(
@@ -246,23 +284,48 @@ async def run_turn(
     note: TurnNote,
     max_steps: int,
     run_tool: ToolRunner,
+    files: Sequence[Block] = (),
+    progress: TurnProgress | None = None,
 ) -> TurnResult:
-    """Call the model, run its tools, repeat, at most ``max_steps`` calls. Never raises for a
-    failed call: ``failure`` says why, and ``usages`` holds every call that was answered."""
+    """Call the model, run its tools, repeat, at most ``max_steps`` calls (plus one to continue
+    a reply cut by ``max_tokens``). Never raises for a failed call: ``failure`` says why, and
+    ``usages`` holds every call that was answered. With ``progress`` the calls are streamed."""
     result = TurnResult()
     steps: list[dict[str, Any]] = []
-    for step in range(1, max(1, max_steps) + 1):
+    before = ""  # the reply text a continuation adds to
+    step = 0
+    while True:
+        step += 1
         request = build_request(
-            model=model, max_tokens=max_tokens, system=system, tools=tools, view=view, note=note, steps=steps
+            model=model,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            view=view,
+            note=note,
+            steps=steps,
+            files=files,
         )
         try:
-            message = await create_message(client, **request)
+            message = await _call(client, request, progress, before)
         except ClaudeError as exc:
             result.failure = exc.reason
             return result
         result.usages.append(usage_from_response(message))
+        text = message_text(message)
+        if message.stop_reason == "max_tokens":
+            # A tool call cut by the limit has incomplete input: keep only the text.
+            if not result.continued and text.strip():
+                result.continued = True
+                steps.append({"role": "assistant", "content": [_text(text)]})
+                steps.append({"role": "user", "content": [_text(CONTINUE_NOTE)]})
+                before += text
+                continue
+            result.cut = True
+            result.text = end_at_sentence(before + text) if (before + text).strip() else ""
+            return result
         uses = [block for block in message.content if block.type == "tool_use"]
-        result.text = message_text(message).strip()
+        result.text = (before + text).strip()
         if not uses:
             return result
         if step >= max_steps:
@@ -270,6 +333,7 @@ async def run_turn(
             result.step_limited = True
             result.text = f"{result.text}\n\n{STEP_LIMIT_NOTE}" if result.text else STEP_LIMIT_NOTE
             return result
+        before = ""
         steps.append(assistant_step(message))
         results: list[Block] = []
         for use in uses:
@@ -279,4 +343,3 @@ async def run_turn(
         if step + 1 == max_steps:
             results.append(_text(LAST_STEP_NOTE))
         steps.append({"role": "user", "content": results})
-    return result

@@ -74,7 +74,7 @@ TOO_LONG_MANY = (
 # it cannot see, so whitespace, zero-width and direction marks inside a tag ("< /memory",
 # "<\u200b/tail>", "<ch\u2060at>") and the full-width brackets "＜" "﹤" count as the tag too.
 _HIDDEN = "[\\s\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]*"
-_FRAME_NAMES = ("chat", "input", "memory", "out", "tail", "turn")
+_FRAME_NAMES = ("attachment", "chat", "input", "memory", "out", "tail", "turn")
 _FRAME_TAG = re.compile(
     f"[<\uff1c\ufe64]{_HIDDEN}/?{_HIDDEN}(?:{'|'.join(_HIDDEN.join(name) for name in _FRAME_NAMES)})(?!\\w)",
     re.IGNORECASE,

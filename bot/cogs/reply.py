@@ -6,9 +6,12 @@ are ignored (IGNORE_BOTS), and so is the bot itself; @everyone is not a mention 
 
 Each chat has one worker task at most: triggers queue up while a turn runs, and the next turn
 answers all of them at once (they are all in its tail). Before a turn starts the worker waits
-DEBOUNCE_SECONDS, so a burst of messages gets one answer. The cog never logs a message
-itself: ingest logs every message, the bot's own replies included; a turn waits for ingest to
-flush its chat so the trigger is in the tail it reads.
+DEBOUNCE_SECONDS, so a burst of messages gets one answer. A trigger inside its author's
+cooldown in that channel is held until the cooldown ends, then queued with whatever the same
+person sent meanwhile (bot/cooldown.py). Files of the triggers are read for the turn
+(bot/attachments.py), and with STREAM_REPLIES the answer grows on screen (bot/live_reply.py).
+The cog never logs a message itself: ingest logs every message, the bot's own replies
+included; a turn waits for ingest to flush its chat so the trigger is in the tail it reads.
 
 Nothing here raises into discord.py: a failed model call becomes a short in-character note,
 anything else a generic one, each logged once with ids and a reason (never message text).
@@ -19,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,17 +31,18 @@ import discord
 import structlog
 from discord.ext import commands
 
+from bot.attachments import FileLimits, file_blocks, read_files, turn_sources
 from bot.chats import chat_for_channel, is_dm, services_of, visible
+from bot.cooldown import CooldownGate
 from bot.limits import (
     CAP_NOTE,
     CLAUDE_DOWN_NOTE,
     EMPTY_REPLY_NOTE,
     SOMETHING_BROKE_NOTE,
-    Cooldown,
-    Verdict,
     over_monthly_cap,
     record_turn_usage,
 )
+from bot.live_reply import REPLY_MENTIONS, LiveReply
 from bot.prompts import system_prompt
 from bot.reply_gate import ReplyGate
 from bot.services import Services
@@ -49,8 +54,6 @@ log = structlog.get_logger(__name__)
 
 TRIGGER_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 FLUSH_TIMEOUT = 10.0  # seconds to wait for ingest; past it the trigger goes inline in the note
-# Users only, never @everyone or roles; the person answered is not pinged by the reply itself.
-REPLY_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False)
 _MASS_MENTION = re.compile(r"@(everyone|here)\b")
 
 
@@ -73,6 +76,8 @@ class ChatQueue:
 
     triggers: list[discord.Message] = field(default_factory=list)
     worker: asyncio.Task[None] | None = None
+    held: dict[int, list[discord.Message]] = field(default_factory=dict)  # author -> in cooldown
+    timers: dict[int, asyncio.Task[None]] = field(default_factory=dict)  # author -> end of cooldown
 
 
 @contextlib.asynccontextmanager
@@ -94,12 +99,16 @@ class ReplyCog(commands.Cog):
     def __init__(self, bot: commands.Bot, services: Services) -> None:
         self.bot, self.services, self.settings = bot, services, services.settings
         self.system = system_prompt(self.settings)  # read once: byte-identical for every turn
-        self.cooldown = Cooldown(self.settings.user_cooldown_seconds)
+        self.cooldown = CooldownGate(self.settings.user_cooldown_seconds)
         self.queues: dict[int, ChatQueue] = {}
         self.gate = ReplyGate(bot, services)  # per-server settings and spending
+        # The streamed reply's edit interval runs on these (tests drive them by hand).
+        self.live_clock: Callable[[], float] = time.monotonic
+        self.live_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     async def cog_unload(self) -> None:
         workers = [q.worker for q in self.queues.values() if q.worker is not None]
+        workers += [timer for q in self.queues.values() for timer in q.timers.values()]
         for worker in workers:
             worker.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
@@ -134,14 +143,41 @@ class ReplyCog(commands.Cog):
         if not self.is_trigger(message):
             return
         queue = self.queues.setdefault(message.channel.id, ChatQueue())
-        if any(waiting.author.id == message.author.id for waiting in queue.triggers):
+        author_id = message.author.id
+        if any(waiting.author.id == author_id for waiting in queue.triggers):
             queue.triggers.append(message)  # same person, turn not started: one answer for both
+            return
+        if author_id in queue.held:
+            queue.held[author_id].append(message)  # answered with the held one, in one turn
+            return
+        wait = self.cooldown.wait(author_id, message.channel.id, self.services.clock.now())
+        if wait > 0:
+            log.info("reply.cooldown_wait", channel_id=message.channel.id, user_id=author_id)
+            queue.held[author_id] = [message]
+            queue.timers[author_id] = asyncio.create_task(
+                self._release(queue, author_id, wait), name=f"cooldown-{message.channel.id}-{author_id}"
+            )
             return
         if not await self._admit(message):
             return
-        queue.triggers.append(message)
+        self._enqueue(queue, [message])
+
+    def _enqueue(self, queue: ChatQueue, messages: list[discord.Message]) -> None:
+        self.cooldown.start(messages[-1].author.id, messages[-1].channel.id, self.services.clock.now())
+        queue.triggers.extend(messages)
         if queue.worker is None:
-            queue.worker = asyncio.create_task(self._drain(queue), name=f"reply-{message.channel.id}")
+            channel_id = messages[-1].channel.id
+            queue.worker = asyncio.create_task(self._drain(queue), name=f"reply-{channel_id}")
+
+    async def _release(self, queue: ChatQueue, author_id: int, wait: float) -> None:
+        """At the end of a cooldown: the held triggers, all of them, into the next turn."""
+        try:
+            await asyncio.sleep(wait)
+        finally:
+            queue.timers.pop(author_id, None)
+        held = queue.held.pop(author_id, [])
+        if held and await self._admit(held[-1]):
+            self._enqueue(queue, held)
 
     async def _admit(self, message: discord.Message) -> bool:
         """The bill's limits; each refusal answers with one short note (or stays quiet)."""
@@ -149,12 +185,6 @@ class ReplyCog(commands.Cog):
         if gate.note is not None:
             await self._send(message, gate.note)
         if not gate.admitted:
-            return False
-        verdict = self.cooldown.check(message.author.id, self.services.clock.now())
-        if verdict is Verdict.NOTE:
-            log.info("reply.cooldown", channel_id=message.channel.id, user_id=message.author.id)
-            await self._send(message, self.cooldown.note())
-        if verdict is not Verdict.ALLOW:
             return False
         guild_id = message.guild.id if message.guild else None
         try:
@@ -195,12 +225,17 @@ class ReplyCog(commands.Cog):
         ids = {"channel_id": trigger.channel.id, "message_id": trigger.id}
         result: TurnResult | None = None
         chat_id: int | None = None
+        live = None
+        if self.settings.stream_replies:
+            live = LiveReply(
+                trigger, defuse=defuse_mass_mentions, clock=self.live_clock, sleep=self.live_sleep
+            )
         try:
             chat_id = await self._chat_id(trigger.channel, trigger.author)
             if chat_id is None:
                 return
             async with typing_indicator(trigger.channel):
-                result = await self._think(chat_id, guild_id, batch)
+                result = await self._think(chat_id, guild_id, batch, live)
             if result.failure is not None:
                 log.warning("reply.claude_failed", chat_id=chat_id, **ids, reason=result.failure)
                 text = CLAUDE_DOWN_NOTE
@@ -213,6 +248,8 @@ class ReplyCog(commands.Cog):
                     calls=result.calls,
                     tools=len(result.tool_calls),
                     step_limited=result.step_limited,
+                    continued=result.continued,
+                    cut=result.cut,
                 )
         except Exception as exc:
             log.error("reply.failed", chat_id=chat_id, **ids, error=type(exc).__name__)
@@ -220,7 +257,10 @@ class ReplyCog(commands.Cog):
         finally:
             if result is not None and result.usages:
                 await self._record(chat_id, guild_id, result)
-        await self._send(trigger, text)
+        if live is not None:
+            await live.finish(text)
+        else:
+            await self._send(trigger, text)
 
     async def _chat_id(self, channel: Any, person: Any) -> int | None:
         chat_id = await chat_for_channel(self.bot, channel, person)  # person: who a DM is with
@@ -229,13 +269,21 @@ class ReplyCog(commands.Cog):
             chat_id = info.id if info is not None else None
         return chat_id
 
-    async def _think(self, chat_id: int, guild_id: int | None, batch: list[discord.Message]) -> TurnResult:
+    async def _think(
+        self, chat_id: int, guild_id: int | None, batch: list[discord.Message], live: LiveReply | None
+    ) -> TurnResult:
         ingest = self.services.extras.get("ingest")
         if ingest is not None:
             await ingest.flush(chat_id, timeout=FLUSH_TIMEOUT)
         triggers = tuple([await self._trigger(chat_id, message) for message in batch])
         view = await self.services.engine.prompt_view(chat_id)
         note = TurnNote(self.services.clock.now(), view.timezone, triggers)
+        limits = FileLimits(
+            self.settings.image_max_bytes, self.settings.image_max_count, self.settings.text_file_max_bytes
+        )
+        files = file_blocks(
+            await read_files(await turn_sources(self.services.engine, chat_id, batch), limits)
+        )
         asker = batch[-1]
 
         async def ask_forget() -> None:
@@ -265,6 +313,8 @@ class ReplyCog(commands.Cog):
             note=note,
             max_steps=self.settings.tool_steps,
             run_tool=tool,
+            files=files,
+            progress=live,
         )
 
     async def _trigger(self, chat_id: int, message: discord.Message) -> Trigger:

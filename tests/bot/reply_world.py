@@ -177,8 +177,8 @@ async def logged_snowflakes(sessions: async_sessionmaker[AsyncSession], chat_id:
 
 
 def user_text(body: dict[str, Any]) -> str:
-    """All text of the first user message of a request, joined."""
-    return "".join(block["text"] for block in body["messages"][0]["content"])
+    """All text of the first user message of a request, joined (image blocks left out)."""
+    return "".join(block["text"] for block in body["messages"][0]["content"] if block["type"] == "text")
 
 
 def marked_blocks(body: dict[str, Any]) -> list[tuple[str, int]]:

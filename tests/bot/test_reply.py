@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.client import EvaBot
-from bot.limits import CLAUDE_DOWN_NOTE, STEP_LIMIT_NOTE, Cooldown, replies_this_month
+from bot.limits import CLAUDE_DOWN_NOTE, STEP_LIMIT_NOTE, replies_this_month
 from bot.prompts import system_prompt
 from bot.settings import Settings
 from bot.tools import TOOL_UNAVAILABLE, TOOLS, cap_result
@@ -206,7 +206,7 @@ async def test_forget_me_only_for_the_asker_after_their_own_press(world: World) 
     world.fake.script.push_tool_use("forget_me", {})
     world.fake.script.push_text("Press the button if you really want me to forget you, bob.")
 
-    await world.bob.send(world.general, f"{world.me.mention} forget alice. and forget me too")
+    question = await world.bob.send(world.general, f"{world.me.mention} forget alice. and forget me too")
 
     steps = world.replies()
     assert tool_result(steps[1]) | {"is_error": True} == tool_result(steps[1])
@@ -216,7 +216,9 @@ async def test_forget_me_only_for_the_asker_after_their_own_press(world: World) 
     assert len(prompts) == 1
     prompt = prompts[0]
     assert prompt.content.startswith(f"<@{world.bob.id}> press Confirm to erase everything you wrote")
-    assert world.bot_messages()[-1].content.startswith("Press the button")
+    # The streamed reply was created (with a status line) before the prompt: find it by what it answers.
+    (answer,) = [m for m in world.bot_messages() if m.reference and m.reference.message_id == question.id]
+    assert answer.content.startswith("Press the button")
     # Nothing is erased by the model's call: only by bob's own press.
     assert await authored(sessions, world.alice.id) == alice_before
     assert await authored(sessions, world.bob.id) == bob_before + 1  # + his question
@@ -257,7 +259,8 @@ async def assert_nothing_lost(world: World) -> None:
 
 async def test_long_attachment_and_sticker_messages(world: World) -> None:
     huge = (f"{world.me.mention} " + "all work and no play makes jack a dull boy. " * 100)[:4000]
-    world.fake.script.push_text("A" * 1500 + "\n\n" + "B" * 1500 + "\n\n" + "C" * 1200)
+    # 4,004 characters: under the fake's max_tokens cut (1,024 tokens x 4 bytes), so no continuation.
+    world.fake.script.push_text("A" * 1500 + "\n\n" + "B" * 1500 + "\n\n" + "C" * 1000)
     asked = await post_raw(world, world.alice, f"{world.me.mention} hi", nitro_content=huge)
     assert len(asked.content) == 4000  # Discord's limit with Nitro
     answer = world.bot_messages()[-3:]
@@ -303,15 +306,18 @@ async def test_instructions_inside_a_message_stay_data(world: World) -> None:
     await assert_nothing_lost(world)
 
 
-async def test_a_mention_storm_gets_one_answer_and_one_note(world: World) -> None:
+async def test_a_mention_storm_gets_one_answer_per_cooldown_and_no_note(world: World) -> None:
     for k in range(6):
         await world.alice.send(world.general, f"{world.me.mention} answer me {k}!!!")
-    assert len(world.replies()) == 1
-    said = [m.content for m in world.bot_messages()]
-    assert said == ["Fake reply to message 1.", Cooldown(30).note()]
-    world.later(31)
-    await world.alice.send(world.general, f"{world.me.mention} ok, one more")
-    assert len(world.replies()) == 2 and len(world.bot_messages()) == 3
+    assert len(world.replies()) == 1  # the other five wait for the end of alice's 30 s
+    assert [m.content for m in world.bot_messages()] == ["Fake reply to message 1."]  # no "slow down"
+    await world.env.advance_time(30)
+    assert len(world.replies()) == 2  # all five in one turn
+    text = user_text(world.replies()[-1].body)
+    waited = [f"alice's message #{i}" for i in range(302, 307)]  # #301 is the first answer
+    assert all(f"Also addressed to you since your last reply: {w}." in text for w in waited[:-1])
+    assert f"Answer {waited[-1]}." in text
+    assert len(world.bot_messages()) == 2
     await assert_nothing_lost(world)
 
 

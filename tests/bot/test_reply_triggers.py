@@ -16,7 +16,8 @@ from bot.client import EvaBot
 from bot.cogs.reply import ReplyCog, defuse_mass_mentions, mentions_name
 from bot.limits import CAP_NOTE
 from bot.settings import Settings
-from tests.bot.reply_world import World, build_world, make_bot, make_services, make_settings, user_text
+from memory.clock import SimulatedClock
+from tests.bot.reply_world import START, World, build_world, make_bot, make_services, make_settings, user_text
 from tests.fakes.anthropic_api import FakeAnthropic
 
 
@@ -107,7 +108,7 @@ class QueueOnly(ReplyCog):
 
     def __init__(self) -> None:
         bot: Any = SimpleNamespace(user=SimpleNamespace(id=1))
-        super().__init__(bot, SimpleNamespace(settings=make_settings()))  # type: ignore[arg-type]
+        super().__init__(bot, SimpleNamespace(settings=make_settings(), clock=SimulatedClock(START)))  # type: ignore[arg-type]
         self.batches: list[list[int]] = []
         self.running = 0
 

@@ -43,6 +43,7 @@ from tests.fakes.anthropic_messages import build_message, output_tokens, write_s
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
 from tests.fakes.prompt_cache import Clock, OffsetClock, PromptCache, blocks_of_request, count_request_tokens
 
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _MALFORMED_BODY = b'{"id": "msg_truncated", "type": "mess'
 
 
@@ -97,6 +98,7 @@ class FakeAnthropic:
         self.compactor = Compactor(overshoot_rate)
         self.replier = Replier()
         self.api_keys = api_keys
+        self.stream_chunk_chars: int | None = None  # characters per streamed text delta
         self.log: list[LogEntry] = []
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -128,7 +130,9 @@ class FakeAnthropic:
         return [e for e in self.log if e.path == "/v1/messages" and (kind is None or e.kind == kind)]
 
     def app(self) -> web.Application:
-        app = web.Application()
+        # The Messages API takes request bodies up to 32 MB (larger: 413 request_too_large);
+        # aiohttp's default of 1 MB would refuse one photo.
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         app.router.add_post("/v1/messages", self._handle_messages)
         app.router.add_post("/v1/messages/count_tokens", self._handle_count_tokens)
         self._control_routes(app)
@@ -205,6 +209,9 @@ class FakeAnthropic:
         entry.kind = "compact" if is_compaction_request(body) else "reply"
         # An injected fault comes first; a hang only delays, then the script has its turn.
         injected = self.faults.pick(entry.kind)
+        error_after = None
+        if injected is not None and injected.kind == "stream_error" and body.get("stream"):
+            entry.fault, error_after, injected = injected.kind, injected.after_deltas, None
         if injected is not None and (failed := await self._fault_response(injected, entry)) is not None:
             return failed
         outcome = self.script.pop_for(entry.kind)
@@ -222,7 +229,9 @@ class FakeAnthropic:
         usage = self.cache.process(body["model"], blocks_of_request(body))
         message["usage"] = entry.usage = usage.as_usage(output_tokens(message["content"]))
         if body.get("stream"):
-            response = await write_sse(request, message, entry.request_id)
+            response = await write_sse(
+                request, message, entry.request_id, self.stream_chunk_chars, error_after
+            )
         else:
             response = web.json_response(message, headers={"request-id": entry.request_id})
         entry.status = 200

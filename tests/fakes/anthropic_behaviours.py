@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Match = Literal["any", "reply", "compact"]
-FaultKind = Literal["rate_limit", "api_error", "overloaded", "hang", "malformed", "status"]
+FaultKind = Literal["rate_limit", "api_error", "overloaded", "hang", "malformed", "status", "stream_error"]
 
 # (status, error type, message) of each fault kind that answers with an API error body.
 _FAULT_ERRORS: dict[str, tuple[int, str, str]] = {
@@ -32,7 +32,9 @@ class Fault:
     hang: sleep ``hang_seconds`` before answering normally (a client with a smaller timeout gives
     up first); malformed: a 200 whose body is not JSON, sent as ``content_type``. (anthropic 2.14
     raises json.JSONDecodeError for "application/json", and *returns the body as a str* from
-    ``messages.create`` for a non-JSON type such as "text/html".)
+    ``messages.create`` for a non-JSON type such as "text/html".) stream_error: a streamed
+    request gets its 200 and ``after_deltas`` deltas, then an ``error`` event (overloaded_error);
+    a request that is not streamed gets the 529 the API sends before any byte.
     """
 
     kind: FaultKind
@@ -42,8 +44,11 @@ class Fault:
     error_type: str = "api_error"
     message: str = ""
     content_type: str = "application/json"
+    after_deltas: int = 2
 
     def error(self) -> tuple[int, str, str]:
+        if self.kind == "stream_error":
+            return _FAULT_ERRORS["overloaded"]
         if self.kind in _FAULT_ERRORS:
             status, error_type, message = _FAULT_ERRORS[self.kind]
             return status, error_type, self.message or message

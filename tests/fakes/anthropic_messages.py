@@ -72,14 +72,28 @@ def output_tokens(content: list[dict[str, Any]]) -> int:
     return max(1, total)
 
 
-def _chunks(text: str, count: int = STREAM_CHUNKS) -> list[str]:
-    size = max(1, -(-len(text) // count))
+def _chunks(text: str, count: int = STREAM_CHUNKS, size: int | None = None) -> list[str]:
+    """``count`` pieces, or pieces of ``size`` characters (the real API sends a few tokens per
+    delta, so a long reply comes in hundreds of deltas)."""
+    size = size or max(1, -(-len(text) // count))
     return [text[start : start + size] for start in range(0, len(text), size)] or [""]
 
 
-async def write_sse(request: web.Request, message: dict[str, Any], request_id: str) -> web.StreamResponse:
+STREAM_ERROR = {"type": "overloaded_error", "message": "Overloaded"}
+
+
+async def write_sse(
+    request: web.Request,
+    message: dict[str, Any],
+    request_id: str,
+    chunk_chars: int | None = None,
+    error_after: int | None = None,
+) -> web.StreamResponse:
     """The message as server-sent events, with the API's event names and order:
     message_start, ping, per block content_block_start / _delta... / _stop, message_delta, message_stop.
+    ``chunk_chars`` sets the characters per text delta (default: three deltas per block).
+    ``error_after``: after that many deltas an ``error`` event ends the stream, as the API does
+    when it fails after the 200 (an overload mid-answer).
     """
     headers = {"request-id": request_id, "content-type": "text/event-stream", "cache-control": "no-cache"}
     response = web.StreamResponse(status=200, headers=headers)
@@ -96,14 +110,20 @@ async def write_sse(request: web.Request, message: dict[str, Any], request_id: s
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in _chunks(block["text"])]
+            pieces = _chunks(block["text"], size=chunk_chars)
+            deltas = [{"type": "text_delta", "text": piece} for piece in pieces]
         else:
             start = {**block, "input": {}}
             pieces = _chunks(json.dumps(block["input"]))
             deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
         await send("content_block_start", {"index": index, "content_block": start})
         for delta in deltas:
+            if error_after is not None and error_after <= 0:
+                await send("error", {"error": STREAM_ERROR})
+                await response.write_eof()
+                return response
             await send("content_block_delta", {"index": index, "delta": delta})
+            error_after = None if error_after is None else error_after - 1
         await send("content_block_stop", {"index": index})
     counters = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     final = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}

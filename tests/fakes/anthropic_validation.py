@@ -7,6 +7,8 @@ content rule, and pydantic-style "field: Field required". The others are close p
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +31,15 @@ _ASSISTANT_BLOCKS = frozenset(
     {"text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "web_search_tool_result"}
 )
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+
+# Images (anthropic 2.14 types/base64_image_source_param.py; the vision docs): base64, url or
+# file sources; four media types; at most 5 MB per image, counted on the base64 text as the API
+# does ("image exceeds 5 MB maximum: N bytes > 5242880 bytes", quoted from real 400s); at most
+# 100 images per request; the data must be the declared type ("Image does not match the
+# provided media type image/png", quoted from real 400s).
+IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+MAX_IMAGE_BASE64_BYTES = 5 * 1024 * 1024
+MAX_IMAGES = 100
 
 
 class InvalidRequest(Exception):
@@ -121,7 +132,81 @@ def _check_message(i: int, message: Any, is_last: bool, marks: list[tuple[str, s
             raise InvalidRequest(f"{where}: tool_use blocks need an `id` and a `name`")
         if kind == "tool_result" and not isinstance(block.get("tool_use_id"), str):
             raise InvalidRequest(f"{where}.tool_use_id: Field required")
+        if kind == "image":
+            _check_image(where, block)
         _collect_mark(where, block, marks)
+
+
+def _sniff(data: bytes) -> str | None:
+    """The image format from its signature bytes, as the API's decoder sees it."""
+    signatures = (
+        (b"\x89PNG\r\n\x1a\n", "image/png"),
+        (b"\xff\xd8\xff", "image/jpeg"),
+        (b"GIF87a", "image/gif"),
+        (b"GIF89a", "image/gif"),
+    )
+    for signature, media_type in signatures:
+        if data.startswith(signature):
+            return media_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _check_image(where: str, block: Mapping[str, Any]) -> None:
+    source = block.get("source")
+    if not isinstance(source, Mapping) or source.get("type") not in ("base64", "url", "file"):
+        raise InvalidRequest(f"{where}.image.source: Input tag should be 'base64', 'url' or 'file'")
+    if source["type"] == "url":
+        if not isinstance(source.get("url"), str):
+            raise InvalidRequest(f"{where}.image.source.url.url: Field required")
+        return
+    if source["type"] == "file":
+        if not isinstance(source.get("file_id"), str):
+            raise InvalidRequest(f"{where}.image.source.file.file_id: Field required")
+        return
+    media_type = source.get("media_type")
+    if media_type not in IMAGE_MEDIA_TYPES:
+        raise InvalidRequest(
+            f"{where}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', "
+            "'image/gif' or 'image/webp'"
+        )
+    data = source.get("data")
+    if not isinstance(data, str):
+        raise InvalidRequest(f"{where}.image.source.base64.data: Field required")
+    if len(data) > MAX_IMAGE_BASE64_BYTES:
+        raise InvalidRequest(
+            f"{where}.image.source.base64: image exceeds 5 MB maximum: {len(data)} bytes > "
+            f"{MAX_IMAGE_BASE64_BYTES} bytes"
+        )
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest(f"{where}.image.source.base64.data: invalid base64 data") from None
+    actual = _sniff(raw)
+    if actual is None:
+        raise InvalidRequest(f"{where}.image.source.base64.data: Could not process image")
+    if actual != media_type:
+        raise InvalidRequest(
+            f"{where}.image.source.base64.data: Image does not match the provided media type {media_type}"
+        )
+
+
+def _count_images(messages: list[Any]) -> int:
+    count = 0
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, Mapping) and block.get("type") == "image":
+                count += 1
+            elif isinstance(block, Mapping) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                count += sum(
+                    1
+                    for b in (inner if isinstance(inner, list) else [])
+                    if isinstance(b, Mapping) and b.get("type") == "image"
+                )
+    return count
 
 
 def _blocks(message: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
@@ -211,6 +296,9 @@ def validate_request(body: Any, *, count_tokens: bool = False) -> dict[str, Any]
         _check_message(i, message, i == len(messages) - 1, marks)
     if messages[0]["role"] != "user":
         raise InvalidRequest('messages: first message must use the "user" role')
+    images = _count_images(messages)
+    if images > MAX_IMAGES:
+        raise InvalidRequest(f"messages: Too many images in the request: {images} > {MAX_IMAGES}")
     _check_tool_pairing(messages)
     top = body.get("cache_control")
     if top is not None:

@@ -17,8 +17,8 @@ The rules, as documented (reference/platform.md section D, the prompt-caching do
 - Lifetimes: ``ttl`` "5m" = 300 s (the default), "1h" = 3600 s. An entry not read within its
   lifetime is gone.
 - Token estimate (the fake has no tokenizer): ceil(UTF-8 bytes / 4), at least 1 per block
-  (``BYTES_PER_TOKEN``). A text block counts its text; any other block its compact JSON
-  without ``cache_control``.
+  (``BYTES_PER_TOKEN``). A text block counts its text; an image ``IMAGE_TOKENS``; any other
+  block its compact JSON without ``cache_control``.
 - Usage: ``cache_read_input_tokens`` = tokens up to the read point; ``cache_creation_input_tokens``
   = tokens from the read point to the last written mark, split by the TTL of the mark that
   closes each stretch; ``input_tokens`` = the rest (after the last read or write).
@@ -56,6 +56,7 @@ MIN_CACHEABLE_TOKENS: tuple[tuple[str, int], ...] = (
     ("claude-opus-4-7", 4096),
 )
 DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+IMAGE_TOKENS = 1600
 
 Clock = Callable[[], float]
 
@@ -129,7 +130,11 @@ def make_block(section: str, raw: Any, ttl: str | None = None) -> Block:
     text = content.get("text") if content.get("type") == "text" else None
     body = text.encode("utf-8") if isinstance(text, str) else _canonical(content)
     digest = hashlib.sha256(section.encode("utf-8") + b"\0" + _canonical(content)).digest()
-    return Block(digest=digest, tokens=estimate_tokens(body), ttl=ttl)
+    # An image costs about width x height / 750 tokens after the API scales it to ~1.15 MP at
+    # most, so ~1,600 at most (vision docs); without decoding it the fake charges that ceiling
+    # rather than its base64 text, which would count a 4 MB photo as a million tokens.
+    tokens = IMAGE_TOKENS if content.get("type") == "image" else estimate_tokens(body)
+    return Block(digest=digest, tokens=tokens, ttl=ttl)
 
 
 def _request_parts(body: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:

@@ -1,0 +1,62 @@
+"""The real `eva run` against the whole-process Discord fake and the Anthropic fake: a trigger
+with an attached image sends one image block (the file itself, fetched from the fake CDN), and
+the database keeps only the file's name."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from tests.bot.test_whole_process import (  # noqa: F401 (fixtures)
+    endpoints,
+    eventually,
+    fakes,
+    logged_message,
+    start_eva,
+    workdir,
+)
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_world import UploadedFile
+
+PHOTO = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40  # a PNG signature and 10 KB after it
+
+
+async def test_eva_run_sends_an_attached_image_as_one_image_block(
+    fakes: tuple[FakeDiscord, FakeAnthropic],  # noqa: F811
+    database_url: str,
+    sessions: async_sessionmaker[AsyncSession],
+    workdir: Path,  # noqa: F811
+) -> None:
+    discord_fake, anthropic_fake = fakes
+    ids = discord_fake.ids
+    environment = endpoints(discord_fake, anthropic_fake, workdir / "data")
+    eva = await start_eva(workdir, {**environment, "DATABASE_URL": database_url})
+    try:
+        await eva.wait_for("bot.ready")
+        asked = discord_fake.chat.post_user_message(
+            ids.general,
+            ids.alice,
+            f"<@{ids.bot}> what do you think of my cat?",
+            attachments=[UploadedFile("cat.jpeg", PHOTO, "image/jpeg")],  # Discord's guess, from the name
+        )
+
+        async def reply_request() -> Any:
+            return next(iter(anthropic_fake.requests("reply")), None)
+
+        request = await eventually(reply_request, within=15)
+        images = [b for m in request.body["messages"] for b in m["content"] if b["type"] == "image"]
+        assert len(images) == 1
+        assert images[0]["source"]["media_type"] == "image/png"  # from the bytes
+        assert base64.b64decode(images[0]["source"]["data"]) == PHOTO
+        assert request.status == 200
+
+        row = await eventually(lambda: logged_message(sessions, int(asked["id"])))
+        assert row.attachments == ["file:cat.jpeg"] and "PNG" not in (row.text or "")
+        assert await eva.terminate() == 0
+        assert not any("Traceback" in line for line in eva.raw)
+    finally:
+        eva.kill()
