@@ -37,6 +37,7 @@ from anthropic.types import Message
 from bot.limits import STEP_LIMIT_NOTE
 from bot.tools import ToolResult
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
+from memory.names import speaker
 from memory.pricing import Usage
 from memory.prompts import flatten, neutralize_frames
 from memory.render import zone
@@ -146,7 +147,7 @@ def note_text(note: TurnNote) -> str:
 
 
 def _name(trigger: Trigger) -> str:
-    return neutralize_frames(flatten(trigger.author_name))
+    return neutralize_frames(speaker(flatten(trigger.author_name)))
 
 
 def _describe(trigger: Trigger) -> str:

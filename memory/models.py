@@ -59,6 +59,12 @@ class Chat(Base):
     logging_paused: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     last_message_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # An import: the exported channel's id. Not discord_id, which is the key of the live
+    # channel; an import of a channel Eva also reads live is a second, separate memory.
+    source_channel_id: Mapped[int | None] = mapped_column(BigInteger)
+    # Some messages are known only by their author's name (a JSONL import without an
+    # author-id map): erasing a person by id cannot reach them, only a wipe of the chat.
+    authors_by_name: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
 
 
 class Message(Base):
