@@ -106,6 +106,9 @@ def _pattern() -> re.Pattern[str]:
         category = unicodedata.category(c)
         if category in _HIDDEN_CATEGORIES:
             hidden.add(c)
+            # A combining LEFT ANGLE drawn over the character before it opens a tag too.
+            if category in ("Mn", "Me") and _LESS_NAME.search(unicodedata.name(c, "")):
+                less.add(c)
             continue
         if category not in _NAMED_CATEGORIES:
             continue
@@ -122,10 +125,13 @@ def _pattern() -> re.Pattern[str]:
             less.add(c)
         elif folded == "/" or "SOLIDUS" in name:
             slash.add(c)
-    less -= hidden
-    gap = _char_class(hidden) + "*"
+    invisible = _char_class(hidden)
+    gap = invisible + "*"
     names = "|".join(gap.join(_char_class(letters[ch]) for ch in name) for name in FRAME_NAMES)
-    tag = f"{_char_class(less)}{gap}(?:{_char_class(slash)}{gap})?(?:{names})(?!\\w)"
+    # The name ends where no visible word character follows (a Hangul filler counts as a
+    # letter to \w, so it is skipped first): "<memoryx" is no tag, "<memory\u3164>" is.
+    end = f"(?!{gap}(?!{invisible})\\w)"
+    tag = f"{_char_class(less)}{gap}(?:{_char_class(slash)}{gap})?(?:{names}){end}"
     return re.compile(tag, re.IGNORECASE)
 
 
