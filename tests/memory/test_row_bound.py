@@ -119,3 +119,22 @@ async def test_erasing_one_author_in_eight_keeps_the_row_under_view_high(session
     rebuilt = await engine.prompt_view(chat)
     assert not any(line.endswith(REBUILDING) for line in rebuilt.row_lines)
     assert sum(len(x.encode()) + 1 for x in rebuilt.row_lines) <= SMALL.view_high
+
+
+async def test_the_biggest_importable_messages_keep_the_tail_under_its_cap(sessions: Sessions) -> None:
+    """The raw tail always shows its newest message whole, so the cap holds only if no single
+    message outgrows it: an import's ceiling (16,000 characters, 4 bytes each at most) must."""
+    from memory.config import MemoryConfig
+    from memory.importers import MAX_MESSAGE_CHARS
+    from memory.log import NewMessage
+
+    config = MemoryConfig()
+    engine, _summarizer, _clock = make_engine(sessions, config)
+    chat = await new_chat(engine)
+    widest = "\U0001f3be" * MAX_MESSAGE_CHARS  # 4 UTF-8 bytes per character
+    at = datetime(2026, 3, 1, tzinfo=UTC)
+    await engine.append_many(chat, [NewMessage("pia", at, widest, author_id=1, snowflake=k) for k in range(4)])
+    view = await engine.prompt_view(chat)
+    tail = view.tail_text().encode()
+    assert len(widest.encode()) == 64_000 and len(tail) <= config.tail_cap
+    assert view.dropped_from == 0 and view.tail_lines[-1].startswith("#3 ")  # the newest is whole
