@@ -128,9 +128,9 @@ def _pattern() -> re.Pattern[str]:
     invisible = _char_class(hidden)
     gap = invisible + "*"
     names = "|".join(gap.join(_char_class(letters[ch]) for ch in name) for name in FRAME_NAMES)
-    # The name ends where no visible word character follows (a Hangul filler counts as a
-    # letter to \w, so it is skipped first): "<memoryx" is no tag, "<memory\u3164>" is.
-    end = f"(?!{gap}(?!{invisible})\\w)"
+    # The name ends where no visible word character follows at once (a Hangul filler counts
+    # as a letter to \w): "<memoryx" is no tag; "<memory\u3164>" and '<out n="1">' are.
+    end = f"(?!(?!{invisible})\\w)"
     tag = f"{_char_class(less)}{gap}(?:{_char_class(slash)}{gap})?(?:{names}){end}"
     return re.compile(tag, re.IGNORECASE)
 
