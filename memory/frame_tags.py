@@ -138,3 +138,8 @@ def _pattern() -> re.Pattern[str]:
 def neutralize_frames(text: str) -> str:
     """Make text unable to open or close one of our frames (``<chat>``, ``</memory>``...)."""
     return _pattern().sub(lambda m: ESCAPED + m.group(0)[1:], text)
+
+
+# Built at import (~0.1 s), not on the first message: a first use inside the bot's event loop
+# would stall ingest and replies for that long.
+_pattern()
