@@ -97,7 +97,9 @@ async def _with_database(admin_url: str, name: str, relaxed: bool) -> str:
     await create_database(admin_url, name)
     url = with_database(admin_url, name)
     if relaxed:
-        engine = create_async_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
+        engine = create_async_engine(
+            normalize_url(admin_url), isolation_level="AUTOCOMMIT", hide_parameters=True
+        )
         try:
             async with engine.connect() as conn:
                 await conn.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))

@@ -368,7 +368,9 @@ async def measure_writes(
     figures.ingest_per_second = await _ingest(memory, chat_id, fresh[: spec.ingest])
     # What-if: the same path with the commit's WAL flush made asynchronous (not the default).
     relaxed = create_async_engine(
-        normalize_url(database_url), connect_args={"server_settings": {"synchronous_commit": "off"}}
+        normalize_url(database_url),
+        connect_args={"server_settings": {"synchronous_commit": "off"}},
+        hide_parameters=True,
     )
     try:
         relaxed_memory = MemoryEngine(make_sessions(relaxed), spec.config)

@@ -37,12 +37,12 @@ def load_settings() -> Settings:
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    from bot import cli_admin, cli_discord, cli_memory
+    from bot import cli_admin, cli_discord, cli_erasure, cli_memory
 
     parser = argparse.ArgumentParser(prog="eva", description="Eva, a Discord companion that remembers.")
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     handlers: dict[str, Handler] = {}
-    for module in (cli_admin, cli_memory, cli_discord):
+    for module in (cli_admin, cli_memory, cli_erasure, cli_discord):
         module.register(subs, handlers)
     return parser, handlers
 

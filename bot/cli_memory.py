@@ -11,8 +11,11 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import update
 
 from bot.cli_costs import chat_costs, format_costs
 from bot.database_runtime import Database, open_database
@@ -20,10 +23,11 @@ from bot.errors import CliError
 from bot.settings import Settings
 from bot.status import format_status
 from memory import migrate
+from memory.author_map import read_author_map
 from memory.clock import WallClock
 from memory.compactor import Compactor
 from memory.engine import MemoryEngine
-from memory.importers import ImportedMessage, ImportFormatError, count_messages, read_any
+from memory.importers import ImportedMessage, ImportFormatError, count_messages, open_export
 from memory.ledger import usage_summary
 from memory.log import ChatKey, NewMessage, append_many, ensure_chat
 from memory.models import Chat
@@ -39,6 +43,11 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
     )
     p.add_argument("file", type=Path)
     p.add_argument("--chat", required=True, help="name of the chat to create")
+    p.add_argument(
+        "--author-ids",
+        type=Path,
+        help="JSONL only: a JSON file mapping author names to Discord user ids (for `eva forget --user`)",
+    )
     p = subs.add_parser("compact", help="build the memory lines now and swap them in")
     p.add_argument("--chat", required=True)
     p.add_argument("--until-idle", action="store_true", help="keep going until nothing is left to build")
@@ -56,9 +65,6 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
     p.add_argument("--limit", type=int, default=5)
     p = subs.add_parser("stats", help="messages, memory and model usage of one chat, or the list of chats")
     p.add_argument("--chat")
-    p = subs.add_parser("forget", help="erase everything one person wrote in a guild ('dm' for their DMs)")
-    p.add_argument("--guild", required=True)
-    p.add_argument("--user", required=True, type=int)
     handlers.update(
         {
             "import": cmd_import,
@@ -67,7 +73,6 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
             "zoom": cmd_zoom,
             "recall": cmd_recall,
             "stats": cmd_stats,
-            "forget": cmd_forget,
         }
     )
 
@@ -129,8 +134,10 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     if not os.path.isfile(path):  # noqa: ASYNC240
         raise CliError(f"no such file: {path}")
     try:
+        author_ids = getattr(args, "author_ids", None)
+        authors = read_author_map(author_ids) if author_ids else {}
         expected = count_messages(path)
-        records = read_any(path)
+        origin, records = open_export(path)
     except (ImportFormatError, OSError) as exc:
         raise CliError(str(exc)) from None
     async with _engine(settings) as (db, _engine_unused), db.sessions() as session, session.begin():
@@ -144,9 +151,12 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             )
         index_of: dict[str, int] = {}
         batch: list[tuple[ImportedMessage, NewMessage]] = []
-        done = 0
+        done, by_name = 0, False
         try:
             for record in records:
+                if record.author_id is None and record.author_name in authors:
+                    record = replace(record, author_id=authors[record.author_name])
+                by_name = by_name or (record.author_id is None and not record.is_bot)
                 reply = index_of.get(record.reply_to_source) if record.reply_to_source else None
                 batch.append((record, _to_new(record, reply)))
                 # The index of a message is known once its batch is written; replies inside
@@ -160,8 +170,19 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             done += await _write(session, chat_id, batch)
         except ImportFormatError as exc:
             raise CliError(f"{exc} (nothing was imported)") from None
+        # Who and where: guild erasure and `eva forget --user` find the chat by these.
+        await session.execute(
+            update(Chat)
+            .where(Chat.id == chat_id)
+            .values(guild_id=origin.guild_id, source_channel_id=origin.channel_id, authors_by_name=by_name)
+        )
         _progress(done, expected, final=True)
     print(f"imported {done} messages into chat {args.chat!r}")
+    if by_name:
+        print(
+            f"note: some authors of {args.chat!r} are known only by name, so `eva forget --user` cannot "
+            "reach their messages; only `eva wipe --chat` erases them (or import again with --author-ids)"
+        )
     return 0
 
 
@@ -235,15 +256,4 @@ async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
         )
     if not usage.by_kind:
         print("no model calls yet")
-    return 0
-
-
-async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
-    guild = None if args.guild.lower() in ("dm", "0") else args.guild
-    if guild is not None and not guild.isdigit():
-        raise CliError("--guild takes a Discord guild id, or 'dm' for direct messages")
-    async with _engine(settings) as (_db, engine):
-        report = await engine.erase_author(int(guild) if guild else None, args.user)
-        await engine.purge()  # no scheduler here to do it: the erased words leave the files now
-    print(f"erased {report.messages} messages in {report.chats} chats; {report.nodes} lines will be rebuilt")
     return 0

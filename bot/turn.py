@@ -43,6 +43,7 @@ from bot.sentences import end_at_sentence
 from bot.streaming import stream_message
 from bot.tools import ToolResult
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
+from memory.names import speaker
 from memory.pricing import Usage
 from memory.prompts import flatten, neutralize_frames
 from memory.render import zone
@@ -157,7 +158,7 @@ def note_text(note: TurnNote) -> str:
 
 
 def _name(trigger: Trigger) -> str:
-    return neutralize_frames(flatten(trigger.author_name))
+    return neutralize_frames(speaker(flatten(trigger.author_name)))
 
 
 def _describe(trigger: Trigger) -> str:

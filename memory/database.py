@@ -18,8 +18,10 @@ def normalize_url(url: str) -> str:
 
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     # pool_pre_ping: a database restart must cost one retried checkout, not a failed turn.
+    # hide_parameters: a failed statement's exception (and so any log line or traceback made
+    # from it) must not carry the bound values, which are message text and names.
     return create_async_engine(
-        normalize_url(url), pool_size=pool_size, max_overflow=10, pool_pre_ping=True
+        normalize_url(url), pool_size=pool_size, max_overflow=10, pool_pre_ping=True, hide_parameters=True
     )
 
 
@@ -36,7 +38,7 @@ def with_database(url: str, name: str) -> str:
 
 
 async def create_database(admin_url: str, name: str) -> None:
-    engine = create_async_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
+    engine = create_async_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT", hide_parameters=True)
     try:
         async with engine.connect() as conn:
             exists = await conn.scalar(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})
@@ -47,7 +49,7 @@ async def create_database(admin_url: str, name: str) -> None:
 
 
 async def drop_database(admin_url: str, name: str) -> None:
-    engine = create_async_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
+    engine = create_async_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT", hide_parameters=True)
     try:
         async with engine.connect() as conn:
             await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -13,7 +13,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory import erase, log, reads
+from memory import erase, erase_everywhere, frame_tags, log, reads
 from memory.clock import Clock, WallClock
 from memory.compactor import Compactor, PassReport
 from memory.config import MemoryConfig
@@ -46,6 +46,7 @@ class MemoryEngine:
         clock: Clock | None = None,
     ) -> None:
         self.sessions, self.config = sessions, config
+        frame_tags.prepare()  # once per process, before the first message needs it
         self.compactor = compactor
         self.clock = clock or WallClock()
         # Set by every erasure and edit: the old row versions still hold the words in the
@@ -143,6 +144,25 @@ class MemoryEngine:
         )
         return list(rows.all())
 
+    async def erase_author_everywhere(self, author_id: int) -> ErasureReport:
+        """Everything one person wrote in every chat: guilds, imports, and their DM chats whole."""
+        async with self.sessions() as s, s.begin():
+            dms = await self._dm_chats_of(s, author_id)
+            report = await erase_everywhere.erase_person_everywhere(s, author_id, self.clock.now(), dms)
+        self.purge_due = True
+        return report
+
+    async def chats_known_by_name(self, guild_id: int | None = None) -> list[str]:
+        async with self.sessions() as s:
+            return await erase_everywhere.chats_known_by_name(s, guild_id)
+
+    async def delete_chat(self, chat_id: int) -> ErasureReport:
+        """The chat and its whole memory, its name included (an import, a DM)."""
+        async with self.sessions() as s, s.begin():
+            report = await erase.delete_chats(s, [chat_id])
+        self.purge_due = True
+        return report
+
     async def wipe_chat(self, chat_id: int) -> ErasureReport:
         async with self.sessions() as s, s.begin():
             report = await erase.wipe_chat(s, chat_id)
@@ -154,7 +174,11 @@ class MemoryEngine:
         async with self.sessions() as s, s.begin():
             ids = (
                 await s.scalars(
-                    select(Chat.id).where((Chat.discord_id == discord_id) | (Chat.parent_id == discord_id))
+                    select(Chat.id).where(
+                        (Chat.discord_id == discord_id)
+                        | (Chat.parent_id == discord_id)
+                        | (Chat.source_channel_id == discord_id)  # its imports are copies of it
+                    )
                 )
             ).all()
             report = await erase.delete_chats(s, ids)

@@ -63,6 +63,33 @@ class ImportFormatError(ValueError):
     """The export cannot be read: one line naming the file, where, and what is wrong."""
 
 
+# The most text one imported message may carry (content, forwarded content and attachment
+# names). Discord itself allows 4,000 characters (2,000 without Nitro); four times that leaves
+# room for forwards and long file names. A bigger "message" is a broken export, and PostgreSQL
+# refuses one past its tsvector limit (1 MB), failing the whole import.
+MAX_MESSAGE_CHARS = 16_000
+
+
+def _check_size(content: str, attachments: Sequence[str], where: str) -> None:
+    size = len(content) + sum(len(item) for item in attachments)
+    if size > MAX_MESSAGE_CHARS:
+        raise ImportFormatError(
+            f"{where}: the message has {size:,} characters, more than the {MAX_MESSAGE_CHARS:,} "
+            "an imported message may have; shorten or remove it"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExportOrigin:
+    """Where an export came from: a DiscordChatExporter file names its guild and channel.
+
+    ``guild_id`` is None for a DM export (DCE writes guild id "0") and for JSONL files.
+    """
+
+    guild_id: int | None = None
+    channel_id: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ImportedMessage:
     """One message of an export, before it gets its log index."""
@@ -233,6 +260,7 @@ def _jsonl_message(record: dict[str, Any], where: str) -> ImportedMessage:
         if replies:
             reply_to = str(replies[-1])  # the nearest earlier message (see module docstring)
     assert created is not None
+    _check_size(text, (), where)
     return ImportedMessage(
         author_id=None,
         author_name=author,
@@ -257,12 +285,39 @@ def read_dce(path: str | os.PathLike[str]) -> Iterator[ImportedMessage]:
     File-level problems (missing, bad UTF-8, bad JSON, no ``messages`` list) fail at once; a bad
     message fails when the reader reaches it.
     """
+    return open_export(path)[1]
+
+
+def open_export(path: str | os.PathLike[str]) -> tuple[ExportOrigin, Iterator[ImportedMessage]]:
+    """The export's origin and its messages (JSONL or DCE, whichever it is), parsed once."""
     file = Path(path)
-    messages, name = _load_dce(file)
-    return _iter_dce(messages, name)
+    if detect_format(file) == "jsonl":
+        return ExportOrigin(), read_jsonl(file)
+    messages, name, document = _load_dce_document(file)
+    return _dce_origin(document, name), _iter_dce(messages, name)
+
+
+def _dce_origin(document: dict[str, Any], name: str) -> ExportOrigin:
+    ids: list[int | None] = []
+    for key in ("guild", "channel"):
+        part = document.get(key)
+        raw = part.get("id") if isinstance(part, dict) else None
+        if raw is None:
+            ids.append(None)
+            continue
+        if not isinstance(raw, str):
+            raise ImportFormatError(f"{name}: '{key}.id' must be a string, got {_type_name(raw)}")
+        ids.append(_snowflake(raw, f"{key}.id", name))
+    guild, channel = ids
+    return ExportOrigin(guild_id=guild or None, channel_id=channel)  # guild "0": a DM export
 
 
 def _load_dce(file: Path) -> tuple[list[Any], str]:
+    messages, name, _document = _load_dce_document(file)
+    return messages, name
+
+
+def _load_dce_document(file: Path) -> tuple[list[Any], str, dict[str, Any]]:
     name = file.name
     try:
         with file.open("r", encoding="utf-8-sig", errors="strict") as stream:
@@ -284,7 +339,7 @@ def _load_dce(file: Path) -> tuple[list[Any], str]:
     messages = document.get("messages")
     if not isinstance(messages, list):
         raise ImportFormatError(f"{name}: no 'messages' list (not a DiscordChatExporter JSON export)")
-    return messages, name
+    return messages, name, document
 
 
 def _iter_dce(messages: list[Any], name: str) -> Iterator[ImportedMessage]:
@@ -332,6 +387,7 @@ def _dce_message(message: dict[str, Any], kind: str, where: str) -> ImportedMess
             raise ImportFormatError(f"{where}: 'reference.messageId' must be a string")
         reply_to = replied or None
     assert created is not None
+    _check_size(content, attachments, where)
     return ImportedMessage(
         author_id=author_id,
         author_name=display,

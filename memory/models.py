@@ -62,6 +62,12 @@ class Chat(Base):
     # A DM chat's person: /forget-me finds the chat by it, even after they deleted every
     # message of theirs there (the bot's replies quoting them must go too).
     recipient_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    # An import: the exported channel's id. Not discord_id, which is the key of the live
+    # channel; an import of a channel Eva also reads live is a second, separate memory.
+    source_channel_id: Mapped[int | None] = mapped_column(BigInteger)
+    # Some messages are known only by their author's name (a JSONL import without an
+    # author-id map): erasing a person by id cannot reach them, only a wipe of the chat.
+    authors_by_name: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
 
 
 class Message(Base):

@@ -11,7 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memory.frame_tags import neutralize_frames
+from memory.names import speaker
 from memory.summarizer import CompactTask
+
+# Chat text placed inside one of our frames goes through neutralize_frames (memory.frame_tags):
+# no message can open or close a frame, however the tag is dressed up.
+__all__ = ["neutralize_frames"]
 
 NODE_BYTES_DEFAULT = 512
 
@@ -68,25 +74,9 @@ TOO_LONG_MANY = (
     'as <out n="{k}">...</out>, cutting just enough to end where it is cut here:'
 )
 
-# Tags that frame data in our prompts. A message that contains one could close the frame
-# early and pose as instructions, so we bend the "<" of these tags into "‹" wherever chat
-# text is placed inside a frame (prompt injection hardening, issue 7). A reader skips what
-# it cannot see, so whitespace, zero-width and direction marks inside a tag ("< /memory",
-# "<\u200b/tail>", "<ch\u2060at>") and the full-width brackets "＜" "﹤" count as the tag too.
-_HIDDEN = "[\\s\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]*"
-_FRAME_NAMES = ("attachment", "chat", "input", "memory", "out", "tail", "turn")
-_FRAME_TAG = re.compile(
-    f"[<\uff1c\ufe64]{_HIDDEN}/?{_HIDDEN}(?:{'|'.join(_HIDDEN.join(name) for name in _FRAME_NAMES)})(?!\\w)",
-    re.IGNORECASE,
-)
 # What str.splitlines() (and a model reading the text) takes for a line break.
 _LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 CONTINUATION = "\n    "
-
-
-def neutralize_frames(text: str) -> str:
-    """Make text unable to open or close one of our frames (``<chat>``, ``</memory>``...)."""
-    return _FRAME_TAG.sub(lambda m: "‹" + m.group(0)[1:], text)
 
 
 def indent_continuations(text: str) -> str:
@@ -116,7 +106,7 @@ def context_block(lines: Sequence[str]) -> str:
 def _task_input(task: CompactTask) -> str:
     if task.kind == "compress":
         # The message goes whole, newlines kept: cutting it would make the line lie.
-        message = indent_continuations(f"{task.author}: {task.text}")
+        message = indent_continuations(f"{speaker(task.author)}: {task.text}")
         return f"<input>\n{neutralize_frames(message)}\n</input>"
     left = neutralize_frames(flatten(task.left))
     right = neutralize_frames(flatten(task.right))

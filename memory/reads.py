@@ -16,9 +16,11 @@ from memory.errors import BadRequest
 from memory.log import get_chat, read_range, storable
 from memory.models import Message
 from memory.nodes import resolve
+from memory.prompts import CONTINUATION
 from memory.render import PLACEHOLDER, row_line, tail_line
 from memory.tree import AddressError, Node, address, children, node_for, parse_address
 
+PAGE_INDENT = CONTINUATION.lstrip("\n")  # every page after the first starts indented
 PAGE_CHARS = 4000  # one page of a long message: 4,000 chars ~ 1,000 tokens
 ZOOM_MAX_LINES = 64  # an unbuilt stretch expands into at most this many lines
 RECALL_MESSAGE_CHARS = 600  # each message in a recall hit, then a pointer to zoom(k, 1)
@@ -52,6 +54,10 @@ def _message_pages(m: Message, tz: str, page: int) -> str:
     if pages == 1:
         return whole
     body = whole[(page - 1) * PAGE_CHARS : page * PAGE_CHARS]
+    if page > 1:
+        # Indented like the message's continuation lines: a page cut anywhere in the text
+        # must not start a line that poses as another message ("#9999 ... bob: ...").
+        body = PAGE_INDENT + body
     more = f" Next: zoom({m.idx}, 1, page={page + 1})." if page < pages else ""
     return f"(page {page} of {pages} of message #{m.idx}.{more})\n{body}"
 

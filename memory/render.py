@@ -19,10 +19,12 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
+from memory.names import speaker
 from memory.prompts import flatten, indent_continuations, neutralize_frames
 from memory.tree import Node, address, utf8_len
 
 PLACEHOLDER = "(not summarized yet: zoom it)"
+REBUILDING = "(being rebuilt; zoom or recall to read it)"
 ERASED = "(erased)"
 
 
@@ -65,11 +67,16 @@ def placeholder_line(node: Node, when: datetime | None, tz: str) -> str:
     return f"{address(node)} {date_span(when, when, tz)}|{PLACEHOLDER}"
 
 
+def rebuilding_line(node: Node, first: datetime | None, last: datetime | None, tz: str) -> str:
+    """A part of the row an erasure removed, too big to show through its descendants."""
+    return f"{address(node)} {date_span(first, last, tz)}|{REBUILDING}"
+
+
 def tail_line(index: int, created_at: datetime, author: str | None, text: str | None, tz: str) -> str:
     stamp = created_at.astimezone(zone(tz)).strftime("%Y-%m-%d %H:%M")
     if author is None:
         return f"#{index} {stamp} {ERASED}"
-    said = indent_continuations(f"{author}: {text or ''}")
+    said = indent_continuations(f"{speaker(author)}: {text or ''}")
     return f"#{index} {stamp} {neutralize_frames(said)}"
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from memory.names import speaker
+
 Node = tuple[int, int]
 """``(level, index)``: covers messages ``[index * 2**level, (index + 1) * 2**level)``."""
 
@@ -153,7 +155,7 @@ def free_leaf(author: str | None, text: str | None, node_bytes: int) -> str | No
         if text:
             raise ValueError("a message with text must have an author; erasure clears both")
         return ""
-    line = f"{author}: {text}" if text else f"{author}:"
+    line = f"{speaker(author)}: {text}" if text else f"{speaker(author)}:"
     return line if utf8_len(line) <= node_bytes else None
 
 

@@ -25,7 +25,7 @@ def do_run_migrations(connection: Connection) -> None:
 
 
 async def run_async_migrations(url: str) -> None:
-    engine = create_async_engine(normalize_url(url))
+    engine = create_async_engine(normalize_url(url), hide_parameters=True)
     async with engine.connect() as connection:
         await connection.run_sync(do_run_migrations)
     await engine.dispose()

@@ -21,6 +21,7 @@ from bot.tree import answer, interaction_ids, services_of
 from bot.ui import ConfirmView
 from memory.engine import MemoryEngine
 from memory.errors import UserFacingError
+from memory.reads import PAGE_INDENT
 
 log = structlog.get_logger(__name__)
 
@@ -55,7 +56,8 @@ async def zoom_text(engine: MemoryEngine, chat_id: int, address: str) -> str:
     for page in range(2, pages + 1):
         text = await engine.zoom_address(chat_id, address, page)
         more = _PAGE_HEAD.match(text)
-        bodies.append(text[more.end() :] if more else text)
+        # Joined for a person, the page indent (against forged heads) has done its work.
+        bodies.append(text[more.end() :].removeprefix(PAGE_INDENT) if more else text)
     if int(head.group(2)) > pages:
         bodies.append(f"(the message goes on for {int(head.group(2)) - pages} more pages)")
     return "".join(bodies)

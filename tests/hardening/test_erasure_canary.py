@@ -14,6 +14,8 @@ test_log_privacy.py::test_whole_process_logs_and_data_folder_keep_no_message_tex
 from __future__ import annotations
 
 import asyncio
+import re
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +87,29 @@ async def node_texts(world: World) -> str:
         return "\n".join((await s.scalars(text("SELECT text FROM nodes"))).all())
 
 
+async def scoped_dump(sessions: Any, chat_ids: list[int]) -> str:
+    """Every row, of every table, that belongs to these chats (tables without a chat: all rows)."""
+    out: list[str] = []
+    async with sessions() as s:
+        tables = (await s.scalars(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))).all()
+        for table in tables:
+            columns = set((await s.scalars(text(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = :t"), {"t": table})).all())
+            key = "id" if table == "chats" else "chat_id" if "chat_id" in columns else None
+            where = f" WHERE t.{key} = ANY(:ids)" if key else ""
+            out.extend((await s.scalars(text(f'SELECT t::text FROM "{table}" t{where}'), {"ids": chat_ids})).all())
+    return "\n".join(out)
+
+
+def identity_in(dumped: str, user_id: int, name: str) -> list[str]:
+    found = []
+    if re.search(rf"\b{user_id}\b", dumped):
+        found.append("id")
+    if re.search(rf"\b{re.escape(name)}\b", dumped, re.IGNORECASE):
+        found.append("display name")
+    return found
+
+
 # --- the paths ------------------------------------------------------------------------------
 
 
@@ -103,7 +128,7 @@ async def forget_me_in_dms(p: Planted) -> None:
 async def forget_me_tool_after_the_button(p: Planted) -> None:
     w = p.world
     w.fake.script.push_tool_use("forget_me", {}, match="reply")
-    w.fake.script.push_text("Press the button, alice.", match="reply")
+    w.fake.script.push_text("Press the button.", match="reply")  # Eva's own words are kept: no name
     await w.alice.send(w.general, f"{w.me.mention} please forget everything I said")
     (prompt,) = [m for m in w.bot_messages(w.general) if "press Confirm" in m.content]
     await w.alice.click(prompt, label="Confirm")
@@ -149,19 +174,20 @@ class ErasurePath:
     erase: Callable[[Planted], Awaitable[None]]
     gone: tuple[str, ...]  # chats whose memory is deleted with their channel
     emptied: tuple[str, ...] = ()  # chats whose every message is erased (keepers go too)
+    alice_gone: tuple[str, ...] = ()  # chats where no row may hold alice's id or display name
 
 
 GUILD_CHATS = ("general", "thread", "other")
 PATHS = [
-    ErasurePath("/forget-me", lambda w, a, k: a == "alice" and w in GUILD_CHATS, forget_me_command, ()),
+    ErasurePath("/forget-me", lambda w, a, k: a == "alice" and w in GUILD_CHATS, forget_me_command, (), alice_gone=GUILD_CHATS),
     ErasurePath("/forget-me in DMs", lambda w, a, k: w == "dm", forget_me_in_dms, ("dm",)),
-    ErasurePath("forget_me tool + button", lambda w, a, k: a == "alice" and w in GUILD_CHATS, forget_me_tool_after_the_button, ()),
+    ErasurePath("forget_me tool + button", lambda w, a, k: a == "alice" and w in GUILD_CHATS, forget_me_tool_after_the_button, (), alice_gone=GUILD_CHATS),
     ErasurePath("Discord delete", lambda w, a, k: (w, a, k) == ("general", "alice", 1), discord_delete, ()),
     ErasurePath("bulk delete", lambda w, a, k: w == "general" and k in (1, 2), bulk_delete, ()),
     ErasurePath("channel delete", lambda w, a, k: w in ("general", "thread"), channel_delete, ("general", "thread")),
     ErasurePath("thread delete", lambda w, a, k: w == "thread", thread_delete, ("thread",)),
     ErasurePath("guild leave", lambda w, a, k: w in GUILD_CHATS, guild_leave, GUILD_CHATS),
-    ErasurePath("/memory wipe", lambda w, a, k: w == "general", memory_wipe, (), ("general",)),
+    ErasurePath("/memory wipe", lambda w, a, k: w == "general", memory_wipe, (), ("general",), alice_gone=("general",)),
 ]
 
 
@@ -197,6 +223,13 @@ async def test_every_erasure_path_leaves_no_trace(
     for where in path.gone:  # the chat itself goes: its name (a DM's holds a username) too
         assert await world.engine.chat_by_discord_id(handles[where].id) is None
     assert keeper("far") in after  # another guild is never touched
+    # Who wrote it goes too: no row of those chats (messages, lines, the chat, its memory row)
+    # holds alice's id or display name; her messages elsewhere (the other guild) keep both.
+    scope = [chats[where] for where in path.alice_gone]
+    assert not identity_in(await scoped_dump(world.services.sessions, scope), world.alice.id, "alice")
+    assert identity_in(await scoped_dump(world.services.sessions, [chats["far"]]), world.alice.id, "alice") == [
+        "id", "display name"
+    ]
     assert not leaked(all_logs.text(), [CANARY, *(keeper(w) for w in WHERE)])
     assert all_logs.named("compactor.tick"), "the logs were captured"
 
@@ -235,14 +268,29 @@ async def test_a_line_in_flight_during_an_erasure_is_thrown_away(
 # --- the table files: the next scheduler tick VACUUMs the old row versions away -------------
 
 
+async def pageinspect_ready(services: Any) -> bool:
+    """pageinspect reads raw table pages; creating it needs a superuser (the embedded server
+    of the tests is one; a configured TEST_DATABASE_URL may not be)."""
+    try:
+        async with services.sessions() as s, s.begin():
+            await s.execute(text("CREATE EXTENSION IF NOT EXISTS pageinspect"))
+    except Exception:
+        return False
+    return True
+
+
+async def vacuum_counts(services: Any) -> dict[str, int]:
+    async with services.sessions() as s:
+        await s.execute(text("SELECT pg_stat_clear_snapshot()"))
+        rows = await s.execute(text(
+            "SELECT relname, vacuum_count FROM pg_stat_user_tables WHERE relname IN ('messages', 'nodes', 'chats')"
+        ))  # fmt: skip
+        return {str(name): int(count) for name, count in rows}
+
+
 async def row_versions_holding(services: Any, needle: str) -> list[str]:
     """Tables (with their TOAST) whose row versions, live or dead, hold ``needle``: every item
     of every heap page, read with pageinspect, as any tool reading the table would find them."""
-    async with services.sessions() as s, s.begin():
-        try:
-            await s.execute(text("CREATE EXTENSION IF NOT EXISTS pageinspect"))
-        except Exception:  # not a superuser on a configured server
-            pytest.skip("needs pageinspect (a superuser) on the test server")
     found = []
     async with services.sessions() as s:
         relations = (await s.execute(text(
@@ -278,6 +326,19 @@ async def test_the_tick_after_an_erasure_vacuums_the_old_row_versions_away(
     ])  # fmt: skip
     await scheduler.step()
     assert not engine.purge_due and not all_logs.named("memory.purged"), "nothing erased, nothing to purge"
+    if not await pageinspect_ready(services):
+        # Not silent: the run's warnings summary says what was checked instead.
+        warnings.warn(pytest.PytestWarning(
+            "VACUUM check without pageinspect (the test database user is not a superuser): checked that "
+            "the tick VACUUMs messages, nodes and chats, not the bytes of their pages"
+        ), stacklevel=1)  # fmt: skip
+        counts = await vacuum_counts(services)
+        await engine.erase_author(77, 1)
+        await scheduler.step()
+        assert all_logs.named("memory.purged") and not engine.purge_due
+        after = await vacuum_counts(services)
+        assert all(after[table] > counts[table] for table in ("messages", "nodes", "chats")), (counts, after)
+        return
     assert {"messages", "nodes"} <= set(await row_versions_holding(services, CANARY))
 
     await engine.erase_author(77, 1)

@@ -1,0 +1,65 @@
+"""`eva forget` and `eva wipe`: erasing a person, or one chat, from the command line.
+
+Both VACUUM before they exit (no scheduler runs here to do it), so the erased words leave
+the table files at once (memory.erase.purge_dead_rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bot.cli_memory import _engine
+from bot.errors import CliError
+from bot.settings import Settings
+
+# Chats a wipe deletes whole, name included: an import can be imported again under its name,
+# and a DM chat's name holds the person's username ("dm-<username>").
+DELETED_WHOLE = ("imported", "dm")
+
+
+def register(subs: Any, handlers: dict[str, Any]) -> None:
+    p = subs.add_parser(
+        "forget",
+        help="erase everything one person wrote: in one guild ('dm' for their DMs), or in every chat",
+    )
+    p.add_argument("--guild", help="a guild id, or 'dm'; leave out to erase them from every chat")
+    p.add_argument("--user", required=True, type=int)
+    p = subs.add_parser("wipe", help="erase one chat's whole memory (every message and line)")
+    p.add_argument("--chat", required=True)
+    handlers.update(forget=cmd_forget, wipe=cmd_wipe)
+
+
+async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    scope = args.guild.strip().lower() if args.guild is not None else None
+    if scope is not None and scope not in ("dm", "0") and not scope.isdigit():
+        raise CliError("--guild takes a Discord guild id, or 'dm' for direct messages")
+    async with _engine(settings) as (_db, engine):
+        if scope is None:
+            report = await engine.erase_author_everywhere(args.user)
+        else:
+            report = await engine.erase_author(None if scope in ("dm", "0") else int(scope), args.user)
+        await engine.purge()  # no scheduler here to do it: the erased words leave the files now
+        unreachable = await engine.chats_known_by_name(
+            None if scope is None or scope in ("dm", "0") else int(scope)
+        )
+    print(f"erased {report.messages} messages in {report.chats} chats; {report.nodes} lines will be rebuilt")
+    if unreachable:
+        names = ", ".join(repr(name) for name in unreachable)
+        print(
+            f"not searched: {len(unreachable)} chat(s) know some authors only by name, not by Discord id: "
+            f"{names}; erase one with `eva wipe --chat NAME`"
+        )
+    return 0
+
+
+async def cmd_wipe(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as (_db, engine):
+        chat = await engine.find_chat(args.chat)
+        if chat.kind in DELETED_WHOLE:
+            report = await engine.delete_chat(chat.id)
+        else:  # a live channel keeps its settings (paused or not), as /memory wipe does
+            report = await engine.wipe_chat(chat.id)
+        await engine.purge()
+    print(f"wiped chat {chat.name!r}: {report.messages} messages and {report.nodes} lines erased")
+    return 0

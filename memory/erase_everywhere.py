@@ -1,0 +1,41 @@
+"""Erasing one person from every chat, and the chats where that cannot reach everyone.
+
+`eva forget --user U` without a guild: every guild chat, every DM chat with them (deleted
+whole, as /forget-me in DMs does: its name holds their username) and every import that
+knows them by id. Imports that know some authors only by name (JSONL without an author-id
+map) cannot be searched by id; they are listed so the host can wipe them, never skipped
+in silence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memory import erase
+from memory.erase import ErasureReport
+from memory.models import Chat, Message
+
+
+async def erase_person_everywhere(
+    session: AsyncSession, author_id: int, now: datetime, dm_chat_ids: Iterable[int]
+) -> ErasureReport:
+    dms = set(dm_chat_ids)
+    report = await erase.delete_chats(session, sorted(dms))
+    holding = (
+        await session.scalars(select(Message.chat_id).where(Message.author_id == author_id).distinct())
+    ).all()
+    report.add(await erase.erase_author(session, sorted(set(holding) - dms), author_id, now))
+    return report
+
+
+async def chats_known_by_name(session: AsyncSession, guild_id: int | None = None) -> list[str]:
+    """Names of chats holding messages whose authors are known only by name. With a guild:
+    that guild's such chats and those with no guild (a JSONL import names none)."""
+    query = select(Chat.name).where(Chat.authors_by_name).order_by(Chat.name)
+    if guild_id is not None:
+        query = query.where((Chat.guild_id == guild_id) | Chat.guild_id.is_(None))
+    return list((await session.scalars(query)).all())
