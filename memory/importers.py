@@ -77,6 +77,12 @@ class ImportedMessage:
     reply_to_source: str | None  # source id of the replied message; the caller maps it to an index
     source_id: str | None  # DCE message id, or str(i) for JSONL
     snowflake: int | None  # DCE message id as an int; None for JSONL
+    # What the export says the ids in ``content`` are called (DCE only): the people it
+    # mentions (id, display name), the roles it knows, the exported channel (and a thread's
+    # parent). See memory/mentions.py.
+    mentions: tuple[tuple[int, str], ...] = ()
+    roles: tuple[tuple[int, str], ...] = ()
+    channels: tuple[tuple[int, str], ...] = ()
 
 
 def message_text(content: str, attachments: Sequence[str] = (), reply_to_index: int | None = None) -> str:
@@ -258,11 +264,32 @@ def read_dce(path: str | os.PathLike[str]) -> Iterator[ImportedMessage]:
     message fails when the reader reaches it.
     """
     file = Path(path)
-    messages, name = _load_dce(file)
-    return _iter_dce(messages, name)
+    messages, name, channels = _load_dce(file)
+    return _iter_dce(messages, name, channels)
 
 
-def _load_dce(file: Path) -> tuple[list[Any], str]:
+def _dce_channels(document: dict[str, Any]) -> tuple[tuple[int, str], ...]:
+    """The exported channel by id and name, and for a thread its parent (DCE writes a
+    thread's parent channel as its "category")."""
+    channel = document.get("channel")
+    if not isinstance(channel, dict):
+        return ()
+    pairs = (
+        _id_and_name(channel.get(i), channel.get(n)) for i, n in (("id", "name"), ("categoryId", "category"))
+    )
+    return tuple(pair for pair in pairs if pair is not None)
+
+
+def _id_and_name(ident: object, label: object) -> tuple[int, str] | None:
+    """An (id, name) pair from an export's strings, or None when either is unusable."""
+    if not isinstance(ident, str) or not ident.isascii() or not ident.isdigit() or len(ident) > 19:
+        return None
+    if not isinstance(label, str) or not label or int(ident) >= 2**63:
+        return None
+    return int(ident), label
+
+
+def _load_dce(file: Path) -> tuple[list[Any], str, tuple[tuple[int, str], ...]]:
     name = file.name
     try:
         with file.open("r", encoding="utf-8-sig", errors="strict") as stream:
@@ -284,10 +311,12 @@ def _load_dce(file: Path) -> tuple[list[Any], str]:
     messages = document.get("messages")
     if not isinstance(messages, list):
         raise ImportFormatError(f"{name}: no 'messages' list (not a DiscordChatExporter JSON export)")
-    return messages, name
+    return messages, name, _dce_channels(document)
 
 
-def _iter_dce(messages: list[Any], name: str) -> Iterator[ImportedMessage]:
+def _iter_dce(
+    messages: list[Any], name: str, channels: tuple[tuple[int, str], ...] = ()
+) -> Iterator[ImportedMessage]:
     for position, message in enumerate(messages):
         where = f"{name} messages[{position}]"
         if not isinstance(message, dict):
@@ -297,10 +326,12 @@ def _iter_dce(messages: list[Any], name: str) -> Iterator[ImportedMessage]:
             raise ImportFormatError(f"{where}: 'type' must be a string, got {_type_name(kind)}")
         if kind not in _DCE_KEPT_TYPES:
             continue  # a system message: generated text, not something anyone said
-        yield _dce_message(message, kind, where)
+        yield _dce_message(message, kind, where, channels)
 
 
-def _dce_message(message: dict[str, Any], kind: str, where: str) -> ImportedMessage:
+def _dce_message(
+    message: dict[str, Any], kind: str, where: str, channels: tuple[tuple[int, str], ...] = ()
+) -> ImportedMessage:
     source_id = _require_str(message, "id", where)
     snowflake = _snowflake(source_id, "id", where)
     author = message.get("author")
@@ -316,6 +347,7 @@ def _dce_message(message: dict[str, Any], kind: str, where: str) -> ImportedMess
     created = _parse_time(message.get("timestamp"), "timestamp", where, required=True)
     edited = _parse_time(message.get("timestampEdited"), "timestampEdited", where, required=False)
     content = _optional_str(message, "content", where)
+    mentions, mentioned = _dce_mentions(message, where)
     attachments = _dce_attachments(message, where)
     forwarded = message.get("forwardedMessage")
     if isinstance(forwarded, dict):
@@ -343,7 +375,39 @@ def _dce_message(message: dict[str, Any], kind: str, where: str) -> ImportedMess
         reply_to_source=reply_to,
         source_id=source_id,
         snowflake=snowflake,
+        mentions=mentions,
+        roles=_dce_roles([author, *mentioned]),
+        channels=channels,
     )
+
+
+def _dce_mentions(message: dict[str, Any], where: str) -> tuple[tuple[tuple[int, str], ...], list[Any]]:
+    """The mentioned people as (id, display name), and their user objects (for their roles)."""
+    users = message.get("mentions") or []
+    if not isinstance(users, list):
+        raise ImportFormatError(f"{where}: 'mentions' must be a list, got {_type_name(users)}")
+    found: dict[int, str] = {}
+    for user in users:
+        if not isinstance(user, dict) or not isinstance(user.get("id"), str):
+            raise ImportFormatError(f"{where}: an item of 'mentions' has no 'id' string")
+        display = user.get("nickname") or user.get("name")
+        if not isinstance(display, str) or not display:
+            continue  # no name to show: the raw form stays
+        found.setdefault(_snowflake(user["id"], "mentions.id", where), display)
+    return tuple(found.items()), [u for u in users if isinstance(u, dict)]
+
+
+def _dce_roles(users: list[Any]) -> tuple[tuple[int, str], ...]:
+    """Role names from the role lists DCE writes with each user (2.40.1+); best effort, since
+    a mentioned role nobody in the message holds is not in the export."""
+    found: dict[int, str] = {}
+    for user in users:
+        roles = user.get("roles") if isinstance(user, dict) else None
+        for role in roles if isinstance(roles, list) else ():
+            pair = _id_and_name(role.get("id"), role.get("name")) if isinstance(role, dict) else None
+            if pair is not None:
+                found.setdefault(*pair)
+    return tuple(found.items())
 
 
 def _dce_attachments(message: dict[str, Any], where: str) -> tuple[str, ...]:
