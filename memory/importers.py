@@ -43,6 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from memory.dce_names import channel_names, mentioned_people, role_names
+
 # The bots ../shared/data/README.md says were kept in the IRC logs.
 KNOWN_IRC_BOTS = frozenset({"ubotu", "ubottu", "wikibugs", "gerrit-wm", "MootBot"})
 
@@ -268,27 +270,6 @@ def read_dce(path: str | os.PathLike[str]) -> Iterator[ImportedMessage]:
     return _iter_dce(messages, name, channels)
 
 
-def _dce_channels(document: dict[str, Any]) -> tuple[tuple[int, str], ...]:
-    """The exported channel by id and name, and for a thread its parent (DCE writes a
-    thread's parent channel as its "category")."""
-    channel = document.get("channel")
-    if not isinstance(channel, dict):
-        return ()
-    pairs = (
-        _id_and_name(channel.get(i), channel.get(n)) for i, n in (("id", "name"), ("categoryId", "category"))
-    )
-    return tuple(pair for pair in pairs if pair is not None)
-
-
-def _id_and_name(ident: object, label: object) -> tuple[int, str] | None:
-    """An (id, name) pair from an export's strings, or None when either is unusable."""
-    if not isinstance(ident, str) or not ident.isascii() or not ident.isdigit() or len(ident) > 19:
-        return None
-    if not isinstance(label, str) or not label or int(ident) >= 2**63:
-        return None
-    return int(ident), label
-
-
 def _load_dce(file: Path) -> tuple[list[Any], str, tuple[tuple[int, str], ...]]:
     name = file.name
     try:
@@ -311,7 +292,7 @@ def _load_dce(file: Path) -> tuple[list[Any], str, tuple[tuple[int, str], ...]]:
     messages = document.get("messages")
     if not isinstance(messages, list):
         raise ImportFormatError(f"{name}: no 'messages' list (not a DiscordChatExporter JSON export)")
-    return messages, name, _dce_channels(document)
+    return messages, name, channel_names(document)
 
 
 def _iter_dce(
@@ -347,7 +328,7 @@ def _dce_message(
     created = _parse_time(message.get("timestamp"), "timestamp", where, required=True)
     edited = _parse_time(message.get("timestampEdited"), "timestampEdited", where, required=False)
     content = _optional_str(message, "content", where)
-    mentions, mentioned = _dce_mentions(message, where)
+    mentions, mentioned = mentioned_people(message)
     attachments = _dce_attachments(message, where)
     forwarded = message.get("forwardedMessage")
     if isinstance(forwarded, dict):
@@ -376,38 +357,9 @@ def _dce_message(
         source_id=source_id,
         snowflake=snowflake,
         mentions=mentions,
-        roles=_dce_roles([author, *mentioned]),
+        roles=role_names([author, *mentioned]),
         channels=channels,
     )
-
-
-def _dce_mentions(message: dict[str, Any], where: str) -> tuple[tuple[tuple[int, str], ...], list[Any]]:
-    """The mentioned people as (id, display name), and their user objects (for their roles)."""
-    users = message.get("mentions") or []
-    if not isinstance(users, list):
-        raise ImportFormatError(f"{where}: 'mentions' must be a list, got {_type_name(users)}")
-    found: dict[int, str] = {}
-    for user in users:
-        if not isinstance(user, dict) or not isinstance(user.get("id"), str):
-            raise ImportFormatError(f"{where}: an item of 'mentions' has no 'id' string")
-        display = user.get("nickname") or user.get("name")
-        if not isinstance(display, str) or not display:
-            continue  # no name to show: the raw form stays
-        found.setdefault(_snowflake(user["id"], "mentions.id", where), display)
-    return tuple(found.items()), [u for u in users if isinstance(u, dict)]
-
-
-def _dce_roles(users: list[Any]) -> tuple[tuple[int, str], ...]:
-    """Role names from the role lists DCE writes with each user (2.40.1+); best effort, since
-    a mentioned role nobody in the message holds is not in the export."""
-    found: dict[int, str] = {}
-    for user in users:
-        roles = user.get("roles") if isinstance(user, dict) else None
-        for role in roles if isinstance(roles, list) else ():
-            pair = _id_and_name(role.get("id"), role.get("name")) if isinstance(role, dict) else None
-            if pair is not None:
-                found.setdefault(*pair)
-    return tuple(found.items())
 
 
 def _dce_attachments(message: dict[str, Any], where: str) -> tuple[str, ...]:
