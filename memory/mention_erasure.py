@@ -56,9 +56,10 @@ async def scrub_mentions(session: AsyncSession, chat_ids: Iterable[int], person:
     )
     changed: dict[int, list[int]] = {}
     for m in rows:
-        text, kept_ids, kept_names = scrub_person(
-            m.text or "", m.mention_ids or [], m.mention_names or [""] * len(m.mention_ids or []), person
-        )
+        ids_now = list(m.mention_ids or [])
+        # One name per id; an erasure must never fail on a row written otherwise.
+        names_now = ([*(m.mention_names or [])] + [""] * len(ids_now))[: len(ids_now)]
+        text, kept_ids, kept_names = scrub_person(m.text or "", ids_now, names_now, person)
         m.mention_ids, m.mention_names = list(kept_ids) or None, list(kept_names) or None
         if m.text is not None and text != m.text:
             m.text = text
