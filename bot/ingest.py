@@ -277,7 +277,7 @@ class Ingest:
             if info is not None:
                 rendered = Rendered(op.content)
                 if op.message is not None:
-                    hidden = await self._hidden(op.message)
+                    hidden = await self.hidden_people(op.message)
                     rendered = await self.mentions.render(op.message, op.content, hidden)
                 mentions = (rendered.mention_ids, rendered.mention_names)
                 await self.engine.edit(info.id, op.message_id, rendered.text, op.attachments, mentions)
@@ -302,7 +302,7 @@ class Ingest:
         reply_index = None
         if (replied := replied_snowflake(message)) is not None:
             reply_index = await self.engine.index_of_snowflake(chat_id, replied)
-        rendered = await self.mentions.render(message, visible(message)[0], await self._hidden(message))
+        rendered = await self.mentions.render(message, visible(message)[0], await self.hidden_people(message))
         try:
             index = await self.engine.append(chat_id, message_to_new(message, reply_index, rendered))
         except IntegrityError:
@@ -323,7 +323,7 @@ class Ingest:
             return False
         return person.id in await self._opt_out_set(message.guild.id)
 
-    async def _hidden(self, message: discord.Message) -> set[int]:
+    async def hidden_people(self, message: discord.Message) -> set[int]:
         """People a new line must not name: those opted out where the message was written."""
         return await self._opt_out_set(message.guild.id if message.guild is not None else 0)
 

@@ -38,6 +38,7 @@ from bot.limits import (
     over_monthly_cap,
     record_turn_usage,
 )
+from bot.mentions import shown_text
 from bot.prompts import system_prompt
 from bot.services import Services
 from bot.splitting import split_message
@@ -265,6 +266,7 @@ class ReplyCog(commands.Cog):
         text = None
         if index is None:  # not logged (opted out, paused): shown in this turn's note only
             content, tags = visible(message)
+            content = await shown_text(self.services, message, content)
             text = " ".join([content, *tags]).strip()
         return Trigger(message.author.display_name, message.author.id, index, text)
 
