@@ -17,7 +17,7 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,7 +34,7 @@ from memory.database import create_database, make_engine, make_sessions, with_da
 from memory.embedded import EmbeddedPostgres
 from memory.fake_summarizer import FakeSummarizer, size_model_description
 from memory.importers import ImportedMessage, read_any
-from memory.log import ChatKey, NewMessage, append, ensure_chat, range_bytes, tail_line_bytes
+from memory.log import ChatKey, append, ensure_chat, from_import, range_bytes, tail_line_bytes
 from memory.models import MemoryRow, TreeNode
 from memory.nodes import fetch
 from memory.render import row_line_bytes
@@ -166,20 +166,12 @@ async def replay(
             if previous is not None and record.created_at - previous >= quiet:
                 row_bytes, tail = await _run(compactor, sessions, chat_id, config, result, row_bytes, tail)
             async with sessions() as session, session.begin():
-                index = await append(
-                    session,
-                    chat_id,
-                    NewMessage(
-                        author_name=record.author_name,
-                        created_at=record.created_at,
-                        content=record.content,
-                        author_id=record.author_id,
-                        is_bot=record.is_bot,
-                        attachments=record.attachments,
-                    ),
-                )
+                # As `eva import` logs it (mentions shown as names), without the snowflake and
+                # reply links the replay has never used.
+                new = replace(from_import(record, None), snowflake=None, edited_at=None)
+                index = await append(session, chat_id, new)
             assert index is not None
-            tail += tail_line_bytes(index, record.author_name, record.content)
+            tail += tail_line_bytes(index, new.author_name, new.content)
             result.max_tail_bytes = max(result.max_tail_bytes, tail)
             result.max_prompt_bytes = max(result.max_prompt_bytes, row_bytes + tail)
             row_bytes, tail = await _run(compactor, sessions, chat_id, config, result, row_bytes, tail)

@@ -13,6 +13,7 @@ import discord
 
 from memory.engine import ChatInfo
 from memory.log import ChatKey, NewMessage
+from memory.mentions import Rendered
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -149,8 +150,14 @@ def replied_snowflake(message: discord.Message) -> int | None:
     return ref.message_id
 
 
-def message_to_new(message: discord.Message, reply_index: int | None) -> NewMessage:
+def message_to_new(
+    message: discord.Message, reply_index: int | None, rendered: Rendered | None = None
+) -> NewMessage:
+    """The log entry of a message; ``rendered``: its visible text with mentions as names
+    (bot/mentions.py), else the text as Discord sent it."""
     content, tags = visible(message)
+    if rendered is not None:
+        content = rendered.text
     return NewMessage(
         author_name=message.author.display_name,  # nick, else global name, else username
         created_at=message.created_at,
@@ -161,4 +168,6 @@ def message_to_new(message: discord.Message, reply_index: int | None) -> NewMess
         attachments=tags,
         reply_to=reply_index,
         edited_at=message.edited_at,
+        mention_ids=rendered.mention_ids if rendered is not None else (),
+        mention_names=rendered.mention_names if rendered is not None else (),
     )

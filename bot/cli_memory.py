@@ -29,7 +29,7 @@ from memory.compactor import Compactor
 from memory.engine import MemoryEngine
 from memory.importers import ImportedMessage, ImportFormatError, count_messages, open_export
 from memory.ledger import usage_summary
-from memory.log import ChatKey, NewMessage, append_many, ensure_chat
+from memory.log import ChatKey, NewMessage, append_many, ensure_chat, from_import
 from memory.models import Chat
 from memory.stats import chat_stats
 from memory.summarizer import Summarizer
@@ -114,20 +114,6 @@ async def _engine(
         yield db, MemoryEngine(db.sessions, config, compactor=compactor, clock=clock)
 
 
-def _to_new(record: ImportedMessage, reply_index: int | None) -> NewMessage:
-    return NewMessage(
-        author_name=record.author_name,
-        created_at=record.created_at,
-        content=record.content,
-        author_id=record.author_id,
-        snowflake=record.snowflake,
-        is_bot=record.is_bot,
-        attachments=record.attachments,
-        reply_to=reply_index,
-        edited_at=record.edited_at,
-    )
-
-
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     path: Path = args.file
     # One stat in a one-shot CLI command, before any other work: blocking the loop is harmless.
@@ -158,7 +144,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
                     record = replace(record, author_id=authors[record.author_name])
                 by_name = by_name or (record.author_id is None and not record.is_bot)
                 reply = index_of.get(record.reply_to_source) if record.reply_to_source else None
-                batch.append((record, _to_new(record, reply)))
+                batch.append((record, from_import(record, reply)))
                 # The index of a message is known once its batch is written; replies inside
                 # one batch are resolved by position.
                 if record.source_id is not None:

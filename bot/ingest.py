@@ -38,7 +38,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from bot.chats import LOGGED_TYPES, channel_for_chat, chat_for_channel, is_dm, replied_snowflake, visible
 from bot.chats import message_to_new as message_to_new
+from bot.mentions import MentionLookup
 from bot.reconcile import Reconcile, last_logged_times, run_page, window_start
+from memory.mentions import Rendered
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -75,6 +77,7 @@ class Edit:
     message_id: int
     content: str
     attachments: tuple[str, ...]
+    message: discord.Message | None = None  # to show its mentions as names (bot/mentions.py)
 
 
 @dataclass(slots=True)
@@ -131,6 +134,7 @@ class Ingest:
         self._opt_outs: dict[int, set[int]] = {}
         self._channel_of_chat: dict[int, int] = {}
         self._drains = asyncio.Semaphore(MAX_DRAINS)
+        self.mentions = MentionLookup(bot)
         self._database_down = False
         self._closed = False
 
@@ -165,7 +169,7 @@ class Ingest:
 
     def queue_edit(self, channel: Any, guild_id: int | None, message: discord.Message) -> None:
         content, tags = visible(message)
-        self._push(self._queue(channel, guild_id), Edit(message.id, content, tags))
+        self._push(self._queue(channel, guild_id), Edit(message.id, content, tags, message))
 
     def queue_erase(self, channel: Any, guild_id: int | None, message_ids: set[int]) -> None:
         if message_ids:
@@ -282,7 +286,12 @@ class Ingest:
         info = await self.engine.chat_by_discord_id(q.channel_id)
         if isinstance(op, Edit):
             if info is not None:
-                await self.engine.edit(info.id, op.message_id, op.content, op.attachments)
+                rendered = Rendered(op.content)
+                if op.message is not None:
+                    hidden = await self.hidden_people(op.message)
+                    rendered = await self.mentions.render(op.message, op.content, hidden)
+                mentions = (rendered.mention_ids, rendered.mention_names)
+                await self.engine.edit(info.id, op.message_id, rendered.text, op.attachments, mentions)
         elif isinstance(op, Erase):
             if info is not None:
                 report = await self.engine.erase_messages(info.id, op.message_ids)
@@ -304,8 +313,9 @@ class Ingest:
         reply_index = None
         if (replied := replied_snowflake(message)) is not None:
             reply_index = await self.engine.index_of_snowflake(chat_id, replied)
+        rendered = await self.mentions.render(message, visible(message)[0], await self.hidden_people(message))
         try:
-            index = await self.engine.append(chat_id, message_to_new(message, reply_index))
+            index = await self.engine.append(chat_id, message_to_new(message, reply_index, rendered))
         except IntegrityError:
             return None  # the same snowflake, appended by a racing writer
         if index is not None and self.services.scheduler is not None:
@@ -323,6 +333,10 @@ class Ingest:
         if me is not None and person.id == me.id:
             return False
         return person.id in await self._opt_out_set(message.guild.id)
+
+    async def hidden_people(self, message: discord.Message) -> set[int]:
+        """People a new line must not name: those opted out where the message was written."""
+        return await self._opt_out_set(message.guild.id if message.guild is not None else 0)
 
     async def _opt_out_set(self, scope: int) -> set[int]:
         if scope not in self._opt_outs:

@@ -70,6 +70,9 @@ class SeenMessage:
     snowflake: int
     content: str
     attachments: tuple[str, ...] = ()
+    # The people it mentions and the names shown for them: the log stores mentions as names
+    # (memory/mentions.py), so Discord's raw text is rendered the same way before comparing.
+    mentions: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
 
 
 @dataclass(slots=True)
@@ -151,6 +154,14 @@ def readable(channel: Any) -> bool:
     return permissions.view_channel and permissions.read_message_history
 
 
+async def _seen(ingest: Ingest, message: discord.Message) -> SeenMessage:
+    """Discord's message as the log would store it now: raw ``<@id>`` compared with a logged
+    ``@name`` would look like an edit on every pass, and the edit would store the raw form."""
+    content, tags = visible(message)
+    rendered = await ingest.mentions.render(message, content, await ingest.hidden_people(message))
+    return SeenMessage(message.id, rendered.text, tags, (rendered.mention_ids, rendered.mention_names))
+
+
 async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile | None:
     """Compare one page and apply the plan; returns the next page of a reconnect window."""
     engine, services = ingest.engine, ingest.services
@@ -159,7 +170,7 @@ async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile 
         return None
     try:
         history = q.channel.history(limit=PAGE, after=discord.Object(op.after), oldest_first=True)
-        page = [SeenMessage(m.id, *visible(m)) async for m in history]
+        page = [await _seen(ingest, m) async for m in history]
     except (discord.NotFound, discord.Forbidden) as exc:
         # A deleted channel is forgotten by the backfill queued before this; no access: skip.
         log.info("reconcile.skipped", channel_id=q.channel_id, chat_id=op.chat_id, reason=type(exc).__name__)
@@ -173,7 +184,7 @@ async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile 
         report = await engine.erase_messages(op.chat_id, plan.erase)
         log.info("reconcile.erased", chat_id=op.chat_id, messages=report.messages, lines=report.nodes)
     for seen in plan.edit:
-        await engine.edit(op.chat_id, seen.snowflake, seen.content, seen.attachments)
+        await engine.edit(op.chat_id, seen.snowflake, seen.content, seen.attachments, seen.mentions)
     if plan.edit:
         log.info("reconcile.edited", chat_id=op.chat_id, messages=len(plan.edit))
     now = services.clock.now()

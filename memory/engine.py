@@ -19,6 +19,7 @@ from memory.compactor import Compactor, PassReport
 from memory.config import MemoryConfig
 from memory.erase import ErasureReport
 from memory.log import ChatKey, NewMessage
+from memory.mention_erasure import scrub_mentions
 from memory.models import Chat, GuildSettings, MemoryRow, OptOut
 from memory.view import PromptView, prompt_view
 
@@ -100,10 +101,19 @@ class MemoryEngine:
             return await log.index_of_snowflake(s, chat_id, snowflake)
 
     async def edit(
-        self, chat_id: int, snowflake: int, content: str, attachments: tuple[str, ...] = ()
+        self,
+        chat_id: int,
+        snowflake: int,
+        content: str,
+        attachments: tuple[str, ...] = (),
+        mentions: tuple[tuple[int, ...], tuple[str, ...]] = ((), ()),
     ) -> int | None:
+        """``mentions``: the people ``content`` mentions and the names shown for them
+        (memory/mentions.py); raw ``<@id>`` left in ``content`` are found by themselves."""
         async with self.sessions() as s, s.begin():
-            deleted = await erase.edit_message(s, chat_id, snowflake, content, attachments, self.clock.now())
+            deleted = await erase.edit_message(
+                s, chat_id, snowflake, content, attachments, self.clock.now(), mentions
+            )
         self.purge_due = True  # after the commit: a VACUUM before it would find nothing to remove
         return deleted
 
@@ -122,6 +132,10 @@ class MemoryEngine:
             if guild_id in (None, DM_SCOPE):
                 # The whole DM chat goes, not just its messages: its name holds their username.
                 report = await erase.delete_chats(s, await self._dm_chats_of(s, author_id))
+                # Their name in other people's DMs with the bot (the DM scope of opt-outs).
+                others = (await s.scalars(select(Chat.id).where(Chat.kind == "dm"))).all()
+                report.mentions, lines = await scrub_mentions(s, others, author_id)
+                report.nodes += lines
             else:
                 chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
                 report = await erase.erase_author(s, chat_ids, author_id, self.clock.now())

@@ -18,6 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from memory.importers import message_text
 from memory.log import storable, tail_line_bytes
+from memory.mention_erasure import scrub_mentions
+from memory.mentions import with_raw_mentions
 from memory.models import Chat, MemoryRow, Message, TreeNode
 from memory.nodes import NodeWrite, delete_covering, insert_nodes
 
@@ -27,11 +29,13 @@ class ErasureReport:
     messages: int = 0
     nodes: int = 0  # lines deleted (they are rebuilt without the erased words)
     chats: int = 0
+    mentions: int = 0  # other people's messages that named the erased person (name taken out)
 
     def add(self, other: ErasureReport) -> None:
         self.messages += other.messages
         self.nodes += other.nodes
         self.chats += other.chats
+        self.mentions += other.mentions
 
 
 async def _lock_row(session: AsyncSession, chat_id: int) -> MemoryRow | None:
@@ -63,6 +67,8 @@ async def erase_indexes(
                     author_id=None,
                     author_name=None,
                     attachments=None,
+                    mention_ids=None,
+                    mention_names=None,
                     is_bot=False,
                     edited_at=None,
                     erased_at=now,
@@ -125,7 +131,9 @@ async def erase_snowflakes(
 async def erase_author(
     session: AsyncSession, chat_ids: Iterable[int], author_id: int, now: datetime
 ) -> ErasureReport:
-    """Every message of one person in the given chats (their guild's chats, or a DM)."""
+    """Every message of one person in the given chats (their guild's chats, or a DM), and
+    their name in the other messages of those chats that mention them."""
+    chat_ids = list(chat_ids)
     report = ErasureReport()
     for chat_id in chat_ids:
         indexes = (
@@ -136,6 +144,9 @@ async def erase_author(
         if indexes:
             report.add(await erase_indexes(session, chat_id, indexes, now))
             report.chats += 1
+    scrubbed, lines = await scrub_mentions(session, chat_ids, author_id)
+    report.mentions += scrubbed
+    report.nodes += lines
     return report
 
 
@@ -176,6 +187,7 @@ async def edit_message(
     content: str,
     attachments: tuple[str, ...],
     edited_at: datetime,
+    mentions: tuple[tuple[int, ...], tuple[str, ...]] = ((), ()),
 ) -> int | None:
     """Replace a message's text; returns the number of lines deleted for rebuilding, or
     None when the message is not logged (or erased)."""
@@ -185,6 +197,9 @@ async def edit_message(
     if m is None or m.erased_at is not None or m.author_name is None:
         return None
     body = storable(message_text(content, attachments, m.reply_to))
+    ids, names = with_raw_mentions(content, *mentions)
+    stored_names = [storable(name) for name in names]
+    m.mention_ids, m.mention_names = list(ids) or None, stored_names or None
     if body == m.text:
         return 0
     state = await _lock_row(session, chat_id)

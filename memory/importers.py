@@ -43,6 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from memory.dce_names import channel_names, mentioned_people, role_names
+
 # The bots ../shared/data/README.md says were kept in the IRC logs.
 KNOWN_IRC_BOTS = frozenset({"ubotu", "ubottu", "wikibugs", "gerrit-wm", "MootBot"})
 
@@ -104,6 +106,12 @@ class ImportedMessage:
     reply_to_source: str | None  # source id of the replied message; the caller maps it to an index
     source_id: str | None  # DCE message id, or str(i) for JSONL
     snowflake: int | None  # DCE message id as an int; None for JSONL
+    # What the export says the ids in ``content`` are called (DCE only): the people it
+    # mentions (id, display name), the roles it knows, the exported channel (and a thread's
+    # parent). See memory/mentions.py.
+    mentions: tuple[tuple[int, str], ...] = ()
+    roles: tuple[tuple[int, str], ...] = ()
+    channels: tuple[tuple[int, str], ...] = ()
 
 
 def message_text(content: str, attachments: Sequence[str] = (), reply_to_index: int | None = None) -> str:
@@ -294,7 +302,7 @@ def open_export(path: str | os.PathLike[str]) -> tuple[ExportOrigin, Iterator[Im
     if detect_format(file) == "jsonl":
         return ExportOrigin(), read_jsonl(file)
     messages, name, document = _load_dce_document(file)
-    return _dce_origin(document, name), _iter_dce(messages, name)
+    return _dce_origin(document, name), _iter_dce(messages, name, channel_names(document))
 
 
 def _dce_origin(document: dict[str, Any], name: str) -> ExportOrigin:
@@ -342,7 +350,9 @@ def _load_dce_document(file: Path) -> tuple[list[Any], str, dict[str, Any]]:
     return messages, name, document
 
 
-def _iter_dce(messages: list[Any], name: str) -> Iterator[ImportedMessage]:
+def _iter_dce(
+    messages: list[Any], name: str, channels: tuple[tuple[int, str], ...] = ()
+) -> Iterator[ImportedMessage]:
     for position, message in enumerate(messages):
         where = f"{name} messages[{position}]"
         if not isinstance(message, dict):
@@ -352,10 +362,12 @@ def _iter_dce(messages: list[Any], name: str) -> Iterator[ImportedMessage]:
             raise ImportFormatError(f"{where}: 'type' must be a string, got {_type_name(kind)}")
         if kind not in _DCE_KEPT_TYPES:
             continue  # a system message: generated text, not something anyone said
-        yield _dce_message(message, kind, where)
+        yield _dce_message(message, kind, where, channels)
 
 
-def _dce_message(message: dict[str, Any], kind: str, where: str) -> ImportedMessage:
+def _dce_message(
+    message: dict[str, Any], kind: str, where: str, channels: tuple[tuple[int, str], ...] = ()
+) -> ImportedMessage:
     source_id = _require_str(message, "id", where)
     snowflake = _snowflake(source_id, "id", where)
     author = message.get("author")
@@ -371,6 +383,7 @@ def _dce_message(message: dict[str, Any], kind: str, where: str) -> ImportedMess
     created = _parse_time(message.get("timestamp"), "timestamp", where, required=True)
     edited = _parse_time(message.get("timestampEdited"), "timestampEdited", where, required=False)
     content = _optional_str(message, "content", where)
+    mentions, mentioned = mentioned_people(message)
     attachments = _dce_attachments(message, where)
     forwarded = message.get("forwardedMessage")
     if isinstance(forwarded, dict):
@@ -399,6 +412,9 @@ def _dce_message(message: dict[str, Any], kind: str, where: str) -> ImportedMess
         reply_to_source=reply_to,
         source_id=source_id,
         snowflake=snowflake,
+        mentions=mentions,
+        roles=role_names([author, *mentioned]),
+        channels=channels,
     )
 
 

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, text, update
-from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy import BigInteger, Text, bindparam, func, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.errors import ChatNotFound
-from memory.importers import message_text
+from memory.importers import ImportedMessage, message_text
+from memory.mentions import MentionNames, render_mentions, with_raw_mentions
 from memory.models import Chat, GuildSettings, MemoryRow, Message
 from memory.render import tail_line
 from memory.tree import utf8_len
@@ -48,6 +49,39 @@ class NewMessage:
     attachments: tuple[str, ...] = field(default_factory=tuple)  # "file:a.png", "sticker:x", "embed:T"
     reply_to: int | None = None  # log index of the replied message, if logged
     edited_at: datetime | None = None
+    # The people ``content`` mentions and the name shown for each (memory/mentions.py); raw
+    # <@id> tokens left in ``content`` are added when the row is written.
+    mention_ids: tuple[int, ...] = ()
+    mention_names: tuple[str, ...] = ()
+
+
+def from_import(record: ImportedMessage, reply_index: int | None) -> NewMessage:
+    """An exported message as a log entry, its mentions shown as names the way live ingest
+    shows them: raw tokens (an export made with ``--markdown false``) are rendered from the
+    export's own tables, and the people it says it mentions are kept either way (DCE's default
+    export has already written them as "@name")."""
+    names = MentionNames(
+        users=dict(record.mentions), channels=dict(record.channels), roles=dict(record.roles)
+    )
+    rendered = render_mentions(record.content, names)
+    # A reply also lists the replied person among its mentions; keep those the text shows.
+    shown_in_text = [(person, name) for person, name in record.mentions if f"@{name}" in rendered.text]
+    ids, shown = with_raw_mentions(
+        rendered.text, rendered.mention_ids, rendered.mention_names, extra=shown_in_text
+    )
+    return NewMessage(
+        author_name=record.author_name,
+        created_at=record.created_at,
+        content=rendered.text,
+        author_id=record.author_id,
+        snowflake=record.snowflake,
+        is_bot=record.is_bot,
+        attachments=record.attachments,
+        reply_to=reply_index,
+        edited_at=record.edited_at,
+        mention_ids=ids,
+        mention_names=shown,
+    )
 
 
 async def ensure_chat(session: AsyncSession, key: ChatKey, timezone: str = "UTC") -> int:
@@ -123,6 +157,7 @@ def storable(text: str) -> str:
 def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
     body = storable(message_text(msg.content, msg.attachments, msg.reply_to))
     author = storable(msg.author_name[:200])
+    ids, names = with_raw_mentions(msg.content, msg.mention_ids, msg.mention_names)
     return {
         "chat_id": chat_id,
         "idx": index,
@@ -136,6 +171,8 @@ def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
         "attachments": [storable(a) for a in msg.attachments] or None,
         "reply_to": msg.reply_to,
         "line_bytes": tail_line_bytes(index, author, body),
+        "mention_ids": list(ids) or None,
+        "mention_names": [storable(name) for name in names] or None,
     }
 
 
@@ -157,13 +194,17 @@ _APPEND = text("""
         RETURNING next_index - 1 AS idx
     )
     INSERT INTO messages (chat_id, idx, snowflake, author_id, author_name, is_bot, created_at,
-                          edited_at, text, attachments, reply_to, line_bytes)
+                          edited_at, text, attachments, reply_to, line_bytes, mention_ids, mention_names)
     SELECT :chat_id, slot.idx, :snowflake, :author_id, :author_name, :is_bot, :created_at,
            :edited_at, :text, :attachments, :reply_to,
-           :line_bytes - 1 + octet_length(slot.idx::text)
+           :line_bytes - 1 + octet_length(slot.idx::text), :mention_ids, :mention_names
     FROM slot
     RETURNING idx
-""").bindparams(bindparam("attachments", type_=JSONB))
+""").bindparams(
+    bindparam("attachments", type_=JSONB),
+    bindparam("mention_ids", type_=ARRAY(BigInteger)),
+    bindparam("mention_names", type_=ARRAY(Text)),
+)
 
 
 async def append(session: AsyncSession, chat_id: int, msg: NewMessage) -> int | None:

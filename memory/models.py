@@ -26,7 +26,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Named constraints so migrations can drop and alter them by a name we chose.
@@ -84,6 +84,7 @@ class Message(Base):
             postgresql_using="gin",
             postgresql_ops={"text": "gin_trgm_ops"},
         ),
+        Index("ix_messages_mention_ids", "mention_ids", postgresql_using="gin"),
     )
 
     chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True)
@@ -101,6 +102,10 @@ class Message(Base):
     reply_to: Mapped[int | None] = mapped_column(BigInteger)
     # UTF-8 bytes of the message's raw-tail line; summed to measure the tail without reading it.
     line_bytes: Mapped[int] = mapped_column(Integer, server_default="0")
+    # The people the message mentions and the name shown for each ("" where the raw <@id>
+    # stayed), so erasing a person finds the messages that name them (memory/mentions.py).
+    mention_ids: Mapped[list[int] | None] = mapped_column(ARRAY(BigInteger))
+    mention_names: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
     tsv: Mapped[Any] = mapped_column(
         TSVECTOR, Computed("to_tsvector('simple'::regconfig, coalesce(text, ''))", persisted=True)
     )

@@ -43,6 +43,7 @@ from bot.limits import (
     record_turn_usage,
 )
 from bot.live_reply import REPLY_MENTIONS, LiveReply
+from bot.mentions import shown_text
 from bot.prompts import system_prompt
 from bot.reply_gate import ReplyGate
 from bot.services import Services
@@ -322,6 +323,7 @@ class ReplyCog(commands.Cog):
         text = None
         if index is None:  # not logged (opted out, paused): shown in this turn's note only
             content, tags = visible(message)
+            content = await shown_text(self.services, message, content)
             text = " ".join([content, *tags]).strip()
         return Trigger(message.author.display_name, message.author.id, index, text)
 

@@ -279,3 +279,33 @@ async def test_a_live_edit_during_a_page_wins_over_the_page(
         assert row is not None and row.text == "third version"  # the live edit came last
     finally:
         await bot.stop()
+
+
+async def test_a_message_whose_mentions_are_logged_as_names_is_not_taken_for_an_edit(
+    fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """The log holds ``@bob``, Discord ``<@id>``: the comparison renders Discord's text the way
+    ingest does, or every pass would "edit" the message back to raw ids."""
+    ids = fake.ids
+    bot = await start_bot(services)
+    named = fake.chat.post_user_message(ids.general, ids.alice, f"did <@{ids.bob}> pay you back?")
+    logged = await eventually(lambda: row_of(sessions, named["id"]))
+    assert logged.text is not None and "<@" not in logged.text and "@bob" in logged.text.lower()
+    await bot.stop()
+
+    bot = await start_bot(services)
+    try:
+        info = await services.engine.chat_by_discord_id(ids.general)
+        assert info is not None
+
+        async def reconciled() -> bool:
+            status = await memory_status(services, info.id, "#general")
+            return "Reconciled with Discord: recent messages 20" in status
+
+        await eventually(reconciled)
+        after = await row_of(sessions, named["id"])
+        assert after is not None
+        assert (after.text, after.edited_at) == (logged.text, None)
+        assert list(after.mention_ids or []) == [ids.bob]
+    finally:
+        await bot.stop()

@@ -162,5 +162,7 @@ async def test_an_asker_who_is_not_remembered_is_still_answered(world: World) ->
     text = user_text(world.replies()[-1].body)
     assert "Answer alice's message shown below (it is not in the log)." in text
     shown = "alice is not remembered here (not in the log), so their message is only shown now: "
-    assert f"{shown}<@{world.me.id}> do you remember me?\n</turn>" in text
+    # Shown as people see it, the mention as the bot's name (as ingest would have logged it).
+    assert f"{shown}@{world.me.display_name} do you remember me?\n</turn>" in text
+    assert f"<@{world.me.id}>" not in text
     assert len(world.bot_messages()) == 1

@@ -17,7 +17,7 @@ from aiohttp import BodyPartReader, web
 from tests.fakes.discord_gateway import FakeGateway
 from tests.fakes.discord_interactions import InteractionDesk
 from tests.fakes.discord_messages import MessageDesk
-from tests.fakes.discord_model import READ_MESSAGE_HISTORY, Json
+from tests.fakes.discord_model import READ_MESSAGE_HISTORY, VIEW_CHANNEL, Json
 from tests.fakes.discord_world import DiscordError, FakeWorld, UploadedFile, unknown
 
 API_PREFIX = "/api/v10"
@@ -130,6 +130,7 @@ class RestApi:
             web.get(f"{p}/guilds/{{guild_id}}", self.get_guild),
             web.get(f"{p}/guilds/{{guild_id}}/channels", self.get_guild_channels),
             web.get(f"{p}/guilds/{{guild_id}}/members/{{user_id}}", self.get_member),
+            web.get(f"{p}/guilds/{{guild_id}}/roles", self.get_roles),
             web.get(f"{p}/channels/{{channel_id}}", self.get_channel),
             web.post(f"{p}/channels/{{channel_id}}/typing", self.typing),
             web.post(f"{p}/channels/{{channel_id}}/messages/bulk-delete", self.bulk_delete),
@@ -239,10 +240,15 @@ class RestApi:
             raise unknown("Member", 10007)
         return json_reply(member)
 
+    async def get_roles(self, request: web.Request) -> web.Response:
+        guild = self.world.guild(snowflake_param(request, "guild_id"))
+        return json_reply([role.payload() for role in guild.roles.values()])
+
     async def get_channel(self, request: web.Request) -> web.Response:
-        return json_reply(
-            self.world.channel_payload(self.world.channel(snowflake_param(request, "channel_id")))
-        )
+        channel = self.world.channel(snowflake_param(request, "channel_id"))
+        if channel.guild_id is not None and not self.world.permissions(self.world.bot.id, channel) & VIEW_CHANNEL:
+            raise DiscordError(403, 50001, "Missing Access")  # Discord hides what the bot cannot see
+        return json_reply(self.world.channel_payload(channel))
 
     async def typing(self, request: web.Request) -> web.Response:
         self.world.channel(snowflake_param(request, "channel_id"))

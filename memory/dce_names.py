@@ -1,0 +1,58 @@
+"""What a DiscordChatExporter export says the ids in a message are called, for
+memory/mentions.py: the people a message mentions, the roles the export knows, the exported
+channel. Lenient (see dce-format's "version drift"): an entry without a usable id or name is
+skipped, never a reason to refuse the import, since the message itself is still good.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Named = tuple[tuple[int, str], ...]  # (id, name) pairs, first wins
+
+
+def id_and_name(ident: object, label: object) -> tuple[int, str] | None:
+    """An (id, name) pair from an export's strings, or None when either is unusable (a
+    snowflake is digits below 2^63, the largest id PostgreSQL's bigint holds)."""
+    if not isinstance(ident, str) or not ident.isascii() or not ident.isdigit() or len(ident) > 19:
+        return None
+    if not isinstance(label, str) or not label or int(ident) >= 2**63:
+        return None
+    return int(ident), label
+
+
+def channel_names(document: dict[str, Any]) -> Named:
+    """The exported channel, and for a thread its parent (DCE writes a thread's parent channel
+    as its "category")."""
+    channel = document.get("channel")
+    if not isinstance(channel, dict):
+        return ()
+    keys = (("id", "name"), ("categoryId", "category"))
+    pairs = (id_and_name(channel.get(ident), channel.get(label)) for ident, label in keys)
+    return tuple(pair for pair in pairs if pair is not None)
+
+
+def mentioned_people(message: dict[str, Any]) -> tuple[Named, list[dict[str, Any]]]:
+    """The people a message mentions as (id, display name: ``nickname``, else ``name``), and
+    their user objects (which carry their roles)."""
+    users = message.get("mentions")
+    users = [u for u in users if isinstance(u, dict)] if isinstance(users, list) else []
+    found: dict[int, str] = {}
+    for user in users:
+        pair = id_and_name(user.get("id"), user.get("nickname") or user.get("name"))
+        if pair is not None:
+            found.setdefault(*pair)
+    return tuple(found.items()), users
+
+
+def role_names(users: list[Any]) -> Named:
+    """Role names from the role lists DCE writes with each user (2.40.1+); best effort, since a
+    mentioned role nobody in the message holds is not in the export."""
+    found: dict[int, str] = {}
+    for user in users:
+        roles = user.get("roles") if isinstance(user, dict) else None
+        for role in roles if isinstance(roles, list) else ():
+            pair = id_and_name(role.get("id"), role.get("name")) if isinstance(role, dict) else None
+            if pair is not None:
+                found.setdefault(*pair)
+    return tuple(found.items())
