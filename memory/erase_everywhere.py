@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import erase
@@ -25,8 +25,13 @@ async def erase_person_everywhere(
 ) -> ErasureReport:
     dms = set(dm_chat_ids)
     report = await erase.delete_chats(session, sorted(dms))
+    # Chats with their messages, and chats where others mention them (their name goes too).
     holding = (
-        await session.scalars(select(Message.chat_id).where(Message.author_id == author_id).distinct())
+        await session.scalars(
+            select(Message.chat_id)
+            .where(or_(Message.author_id == author_id, Message.mention_ids.contains([author_id])))
+            .distinct()
+        )
     ).all()
     report.add(await erase.erase_author(session, sorted(set(holding) - dms), author_id, now))
     return report

@@ -151,3 +151,23 @@ async def test_raw_mentions_appended_without_names_are_found_by_an_erasure(sessi
     await engine.erase_author(GUILD, VICTIM_ID)
     assert "did @unknown-user pay you back?" in await engine.zoom(chat, 0, 1)
     assert str(VICTIM_ID) not in await dump(sessions, [chat])
+
+
+async def test_erasing_a_person_everywhere_reaches_chats_where_they_are_only_mentioned(
+    sessions: Sessions,
+) -> None:
+    """`eva forget --user` without a guild: a chat of another server where the person never
+    wrote but is mentioned loses their name and id too."""
+    engine, _, _clock = make_engine(sessions)
+    general = await new_chat(engine)
+    far = await new_chat(engine, "far", guild_id=OTHER_GUILD, discord_id=557)
+    await engine.append(general, replace(message(0, "hello"), author_id=VICTIM_ID, author_name=VICTIM))
+    await engine.append(far, mentioning(1, "is in the other server too"))
+    assert await still_mentioning(sessions, [far]) == 1
+
+    report = await engine.erase_author_everywhere(VICTIM_ID)
+
+    assert report.messages == 1
+    assert await still_mentioning(sessions, [general, far]) == 0
+    after = await dump(sessions, [general, far])
+    assert VICTIM not in after and str(VICTIM_ID) not in after
