@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from sqlalchemy import bindparam, func, select, text, update
@@ -133,22 +133,28 @@ def tail_line_bytes(index: int, author: str | None, body: str | None) -> int:
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
-# One round trip: the UPDATE takes the next index and row-locks the chat until commit, so
-# concurrent appends to one chat serialize and indexes stay dense.
+# One round trip, the duplicate check included: the UPDATE takes the next index and row-locks
+# the chat until commit, so concurrent appends to one chat serialize and indexes stay dense;
+# a logged snowflake skips the UPDATE (no index taken) and the INSERT. A snowflake committed
+# by a racing transaction after this one's snapshot still hits the unique key (the backstop).
 _APPEND = text("""
-    WITH slot AS (
+    WITH dup AS (
+        SELECT 1 FROM messages WHERE chat_id = :chat_id AND snowflake = :snowflake
+    ), slot AS (
         UPDATE chats SET next_index = next_index + 1,
                          last_message_at = GREATEST(last_message_at, :created_at)
-        WHERE id = :chat_id
+        WHERE id = :chat_id AND NOT EXISTS (SELECT 1 FROM dup)
         RETURNING next_index - 1 AS idx
+    ), added AS (
+        INSERT INTO messages (chat_id, idx, snowflake, author_id, author_name, is_bot, created_at,
+                              edited_at, text, attachments, reply_to, line_bytes)
+        SELECT :chat_id, slot.idx, :snowflake, :author_id, :author_name, :is_bot, :created_at,
+               :edited_at, :text, :attachments, :reply_to,
+               :line_bytes - 1 + octet_length(slot.idx::text)
+        FROM slot
+        RETURNING idx
     )
-    INSERT INTO messages (chat_id, idx, snowflake, author_id, author_name, is_bot, created_at,
-                          edited_at, text, attachments, reply_to, line_bytes)
-    SELECT :chat_id, slot.idx, :snowflake, :author_id, :author_name, :is_bot, :created_at,
-           :edited_at, :text, :attachments, :reply_to,
-           :line_bytes - 1 + octet_length(slot.idx::text)
-    FROM slot
-    RETURNING idx
+    SELECT (SELECT idx FROM added), EXISTS (SELECT 1 FROM dup)
 """).bindparams(bindparam("attachments", type_=JSONB))
 
 
@@ -159,17 +165,34 @@ async def append(session: AsyncSession, chat_id: int, msg: NewMessage) -> int | 
     unique-key IntegrityError at this statement and must roll back (ingest treats it as
     a duplicate).
     """
-    if msg.snowflake is not None:
-        dup = await session.scalar(
-            select(Message.idx).where(Message.chat_id == chat_id, Message.snowflake == msg.snowflake)
-        )
-        if dup is not None:
-            return None
     values = _row_values(chat_id, 0, msg)  # idx comes from the chat row; line_bytes adds its digits
-    index = await session.scalar(_APPEND, values)
+    index, duplicate = (await session.execute(_APPEND, values)).one()
+    if duplicate:
+        return None
     if index is None:
         raise ChatNotFound(f"no chat with id {chat_id}")
     return int(index)
+
+
+async def append_replies(
+    session: AsyncSession, chat_id: int, items: Sequence[tuple[NewMessage, int | None]]
+) -> list[int | None]:
+    """Log messages in order, each with the snowflake of the message it replies to (or None);
+    their indexes (None: already logged). A reply to a message of the same batch finds it
+    here; the others are looked up in the log, all in the caller's transaction."""
+    assigned: dict[int, int] = {}
+    out: list[int | None] = []
+    for msg, replied in items:
+        if replied is not None:
+            target = assigned.get(replied)
+            if target is None:
+                target = await index_of_snowflake(session, chat_id, replied)
+            msg = replace(msg, reply_to=target)
+        index = await append(session, chat_id, msg)
+        if index is not None and msg.snowflake is not None:
+            assigned[msg.snowflake] = index
+        out.append(index)
+    return out
 
 
 async def append_many(session: AsyncSession, chat_id: int, msgs: Sequence[NewMessage]) -> list[int | None]:
