@@ -178,20 +178,51 @@ async def append_replies(
     session: AsyncSession, chat_id: int, items: Sequence[tuple[NewMessage, int | None]]
 ) -> list[int | None]:
     """Log messages in order, each with the snowflake of the message it replies to (or None);
-    their indexes (None: already logged). A reply to a message of the same batch finds it
-    here; the others are looked up in the log, all in the caller's transaction."""
-    assigned: dict[int, int] = {}
+    their indexes (None: already logged). Four statements for any number of messages: lock
+    the chat row, look up the batch's and its reply targets' snowflakes, one multi-row
+    INSERT, the chat's new count. A reply to a message of the same batch finds it here."""
+    if not items:
+        return []
+    # The lock first: a writer of this chat that committed meanwhile is then visible to the
+    # lookup below (each statement reads a fresh snapshot), so two writers never both insert
+    # a snowflake. Another process racing without the lock still meets the unique key.
+    row = (
+        await session.execute(select(Chat.next_index).where(Chat.id == chat_id).with_for_update())
+    ).one_or_none()
+    if row is None:
+        raise ChatNotFound(f"no chat with id {chat_id}")
+    wanted = {m.snowflake for m, _ in items if m.snowflake is not None}
+    wanted |= {replied for _, replied in items if replied is not None}
+    known: dict[int, int] = {}
+    if wanted:
+        rows = await session.execute(
+            select(Message.snowflake, Message.idx).where(
+                Message.chat_id == chat_id, Message.snowflake.in_(wanted)
+            )
+        )
+        known = {int(snowflake): int(idx) for snowflake, idx in rows if snowflake is not None}
+    index = int(row[0])
     out: list[int | None] = []
+    values: list[dict[str, object]] = []
     for msg, replied in items:
+        if msg.snowflake is not None and msg.snowflake in known:
+            out.append(None)  # logged before, or earlier in this batch
+            continue
         if replied is not None:
-            target = assigned.get(replied)
-            if target is None:
-                target = await index_of_snowflake(session, chat_id, replied)
-            msg = replace(msg, reply_to=target)
-        index = await append(session, chat_id, msg)
-        if index is not None and msg.snowflake is not None:
-            assigned[msg.snowflake] = index
+            msg = replace(msg, reply_to=known.get(replied))
+        values.append(_row_values(chat_id, index, msg))
+        if msg.snowflake is not None:
+            known[msg.snowflake] = index
         out.append(index)
+        index += 1
+    if values:
+        await session.execute(insert(Message), values)
+        newest = max(v["created_at"] for v in values)  # type: ignore[type-var]
+        await session.execute(
+            update(Chat)
+            .where(Chat.id == chat_id)
+            .values(next_index=index, last_message_at=func.greatest(Chat.last_message_at, newest))
+        )
     return out
 
 

@@ -106,13 +106,13 @@ async def test_a_connection_lost_mid_batch_writes_every_message_once(
     await alice.send(general, "before")
     assert await ingest.flush(timeout=5)
 
-    inserts = 0
+    counts = 0
 
     def drop_the_connection_mid_batch(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        nonlocal inserts
-        if "INSERT INTO messages" in statement:
-            inserts += 1
-            if inserts == 6:  # five messages of the first batch are written, uncommitted
+        nonlocal counts
+        if statement.lstrip().startswith("UPDATE chats"):
+            counts += 1
+            if counts == 2:  # the second batch's messages are inserted, not committed
                 cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
 
     bind = services.engine.sessions.kw["bind"].sync_engine

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -18,7 +20,7 @@ def test_windows_cover_the_chat_once_newest_first_and_widen() -> None:
     assert sizes[:4] == [4096, 16384, 65536, 262144]
     assert sizes[4] == 1_000_000 - 4096 - 16384 - 65536 - 262144
     assert got[0] == (1_000_000 - 4096, 1_000_000) and got[-1][0] == 0
-    assert all(a[0] == b[1] for a, b in zip(got, got[1:], strict=False))  # adjacent, no overlap
+    assert all(a[0] == b[1] for a, b in itertools.pairwise(got))  # adjacent, no overlap
     assert list(windows(10, 4096, 4)) == [(0, 10)]
     assert list(windows(0, 4096, 4)) == []
     assert list(windows(9000, 9000, 4)) == [(0, 9000)]
