@@ -75,3 +75,20 @@ async def test_every_word_of_the_query_must_match_in_a_window(sessions: Sessions
     found = await engine.recall(chat, "padel saturday", limit=5)
     hits = {int(line.split("#")[1].split(" ")[0]) for line in found.splitlines() if line.startswith("Hit")}
     assert hits == {total - 2, 10}
+
+
+async def test_every_window_stays_inside_its_chat(sessions: Sessions) -> None:
+    # Two chats past one window: the newest window is searched by index range and the oldest
+    # through the chat-led index; neither may reach the other chat's messages.
+    engine, _, _ = make_engine(sessions)
+    mine = await new_chat(engine, "mine", discord_id=1)
+    theirs = await new_chat(engine, "theirs", discord_id=2)
+    total = FIRST_WINDOW + 50
+    await engine.append_many(
+        theirs, [message(k, "papaya secret" if k < 5 or k >= total - 20 else f"x {k}") for k in range(total)]
+    )
+    await engine.append_many(mine, [message(k, f"nothing here {k}") for k in range(total)])
+    assert (await engine.recall(mine, "papaya")).startswith("No message")
+    assert (await engine.recall(mine, "papaya secret")).startswith("No message")
+    found = await engine.recall(theirs, "papaya", limit=20)
+    assert found.count("Hit ") == 20
