@@ -2,8 +2,9 @@
 
 Message ``i`` of a chat is assigned atomically: the chat row is updated (and so locked)
 in the same statement that inserts the message, so concurrent appends serialize per chat
-and never leave a gap. A duplicate snowflake hits the unique key and the whole statement
-rolls back, increment included (idempotent ingest).
+and never leave a gap. A snowflake already logged is skipped by that same statement; one
+committed by a racing transaction meanwhile hits the unique key and the whole statement rolls
+back, increment included (idempotent ingest).
 """
 
 from __future__ import annotations
