@@ -63,6 +63,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{3,}")
 class ScaleSpec:
     corpus: Path
     messages: int = 1_000_000
+    small_chat: int = 10_000  # a second chat in the same database, for recall_small_chat
     samples: int = 200
     ingest: int = 5_000
     erase: int = 10_000
@@ -100,8 +101,10 @@ class ScaleFigures:
     boundary: int = 0
     latencies: dict[str, Latency] = field(default_factory=dict)
     ingest_messages: int = 0
-    ingest_per_second: float = 0.0
-    ingest_async_per_second: float = 0.0  # what-if: synchronous_commit = off
+    ingest_per_second: float = 0.0  # the bot's ingest path (bench/scale_ingest.py)
+    ingest_batch_mean: float = 0.0  # messages per transaction on that path
+    append_per_second: float = 0.0  # MemoryEngine.append, one message per transaction
+    ingest_async_per_second: float = 0.0  # what-if: that path with synchronous_commit = off
     commit_ms: float = 0.0  # one-row INSERT + COMMIT, synchronous_commit = on (the default)
     commit_async_ms: float = 0.0
     erase_messages: int = 0
@@ -110,6 +113,8 @@ class ScaleFigures:
     database_bytes: int = 0
     table_bytes: dict[str, int] = field(default_factory=dict)
     postgres_version: str = ""
+    small_chat_id: int = 0
+    small_texts: list[str] = field(default_factory=list, repr=False)
 
     @property
     def bytes_per_million(self) -> float:
@@ -248,6 +253,12 @@ async def build_chat(
     spec: ScaleSpec, engine: AsyncEngine, memory: MemoryEngine, figures: ScaleFigures
 ) -> tuple[int, TreeSimulation, list[ImportedMessage]]:
     records = list(read_any(spec.corpus))
+    small_id = await memory.ensure_chat(ChatKey("text", "scale-small", discord_id=2, guild_id=GUILD_ID))
+    small = list(generate(records, spec.small_chat, 0))
+    for first in range(0, len(small), LOAD_BATCH):
+        await memory.append_many(small_id, small[first : first + LOAD_BATCH])
+    figures.small_chat_id = small_id
+    figures.small_texts = [message_text(m.content, m.attachments) for m in small]
     chat_id = await memory.ensure_chat(ChatKey("text", "scale", discord_id=1, guild_id=GUILD_ID))
     sim = TreeSimulation(spec.config)
     started = time.perf_counter()
@@ -290,7 +301,12 @@ async def _timed(samples: Sequence[Any], call: Any) -> Latency:
 
 
 async def measure_reads(
-    spec: ScaleSpec, memory: MemoryEngine, chat_id: int, sim: TreeSimulation
+    spec: ScaleSpec,
+    memory: MemoryEngine,
+    chat_id: int,
+    sim: TreeSimulation,
+    small_chat_id: int = 0,
+    small_texts: Sequence[str] = (),
 ) -> dict[str, Latency]:
     from bot.prompts import system_prompt
     from bot.settings import Settings
@@ -327,6 +343,13 @@ async def measure_reads(
             words.append(rng.choice(found))
     authors = [sim.authors[rng.randrange(len(sim.authors))] for _ in range(n)]
     out["recall"] = await _timed(words, lambda w: memory.recall(chat_id, w))
+    small_words: list[str] = []
+    while small_texts and len(small_words) < n:
+        found = _WORD.findall(small_texts[rng.randrange(len(small_texts))])
+        if found:
+            small_words.append(rng.choice(found))
+    if small_words:
+        out["recall_small"] = await _timed(small_words, lambda w: memory.recall(small_chat_id, w))
     out["recall_author"] = await _timed(
         list(zip(words, authors, strict=True)), lambda wa: memory.recall(chat_id, wa[0], author=wa[1])
     )
@@ -358,14 +381,21 @@ async def _commit_ms(engine: AsyncEngine, synchronous: str, count: int = 100) ->
 async def measure_writes(
     spec: ScaleSpec,
     database_url: str,
+    engine: AsyncEngine,
     memory: MemoryEngine,
     chat_id: int,
     records: list[ImportedMessage],
     figures: ScaleFigures,
 ) -> None:
-    fresh = list(generate(records, 2 * spec.ingest, 0, first=spec.messages))
+    from bench.scale_ingest import ingest_through_bot
+
+    fresh = list(generate(records, 3 * spec.ingest, 0, first=spec.messages))
     figures.ingest_messages = spec.ingest
-    figures.ingest_per_second = await _ingest(memory, chat_id, fresh[: spec.ingest])
+    figures.append_per_second = await _ingest(memory, chat_id, fresh[: spec.ingest])
+    texts = [m.content for m in fresh[2 * spec.ingest :]]
+    figures.ingest_per_second, figures.ingest_batch_mean = await ingest_through_bot(
+        engine, memory.sessions, chat_id, texts
+    )
     # What-if: the same path with the commit's WAL flush made asynchronous (not the default).
     relaxed = create_async_engine(
         normalize_url(database_url),
@@ -374,7 +404,9 @@ async def measure_writes(
     )
     try:
         relaxed_memory = MemoryEngine(make_sessions(relaxed), spec.config)
-        figures.ingest_async_per_second = await _ingest(relaxed_memory, chat_id, fresh[spec.ingest :])
+        figures.ingest_async_per_second = await _ingest(
+            relaxed_memory, chat_id, fresh[spec.ingest : 2 * spec.ingest]
+        )
         figures.commit_ms = await _commit_ms(relaxed, "on")
         figures.commit_async_ms = await _commit_ms(relaxed, "off")
     finally:
@@ -406,8 +438,18 @@ async def measure_scale(spec: ScaleSpec, database_url: str) -> ScaleFigures:
     try:
         chat_id, sim, records = await build_chat(spec, engine, memory, figures)
         await measure_size(engine, figures)
-        figures.latencies = await measure_reads(spec, memory, chat_id, sim)
-        await measure_writes(spec, database_url, memory, chat_id, records, figures)
+        figures.latencies = await measure_reads(
+            spec, memory, chat_id, sim, figures.small_chat_id, figures.small_texts
+        )
+        await measure_writes(spec, database_url, engine, memory, chat_id, records, figures)
     finally:
         await engine.dispose()
     return figures
+
+
+if __name__ == "__main__":
+    import sys
+
+    from bench.scale_cli import main
+
+    sys.exit(main())

@@ -51,6 +51,9 @@ log = structlog.get_logger(__name__)
 MAX_BUFFERED = 10_000
 RETRY_SECONDS = 1.0
 MAX_DRAINS = 8  # channels written at once: the database pool has 10 connections (+10 overflow)
+# Appends waiting in a channel's queue are written in one transaction, up to this many: at
+# ~0.3 ms a statement the chat row stays locked for ~80 ms at most.
+MAX_BATCH = 256
 UNKNOWN_CHANNEL = 10003  # Discord's error code: the channel was deleted
 
 T = TypeVar("T")
@@ -104,6 +107,7 @@ class ChannelQueue:
     task: asyncio.Task[None] | None = None
     recovery_pending: bool = False  # a Backfill for dropped messages is queued
     last_accepted: int | None = None  # snowflake of the newest message queued
+    singly: int = 0  # ops to write one at a time: their batch failed for a non-transient reason
     idle: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -211,28 +215,49 @@ class Ingest:
         try:
             async with self._drains:
                 while q.ops and self._may_run(q):
-                    op = q.ops.popleft()
+                    batch = self._take(q)
+                    op = batch[0]
                     if isinstance(op, Backfill) and op.chat_id is None:
                         q.recovery_pending = False
                     try:
-                        await self._apply(q, op)
+                        if len(batch) > 1:
+                            await self._apply_appends(q, [b for b in batch if isinstance(b, Append)])
+                        else:
+                            await self._apply(q, op)
                     except Exception as exc:
                         if self._closed:
                             return  # shutting down (Discord's session is closed): the next start backfills
+                        if transient(exc) or len(batch) > 1:
+                            q.ops.extendleft(reversed(batch))  # keep the order: these first when back
                         if not transient(exc):
+                            if len(batch) > 1:
+                                q.singly = len(batch)  # find the one that fails; write the others
+                                continue
                             self._failed(q, op, exc)
                         else:
-                            q.ops.appendleft(op)  # keep the order: this one first when it is back
                             self._outage(exc)
                             await self.retry_wait(self.retry_seconds)
                             continue
-                    if isinstance(op, Append):
-                        self.buffered -= 1
+                    self.buffered -= sum(isinstance(done, Append) for done in batch)
                     self._recovered()
         finally:
             q.task = None
             if not q.ops:
                 q.idle.set()
+
+    @staticmethod
+    def _take(q: ChannelQueue) -> list[Op]:
+        """The head op; when it is an Append, every Append queued right behind it too (up to
+        MAX_BATCH): the messages that arrived while the last write was committing."""
+        batch = [q.ops.popleft()]
+        if q.singly:
+            q.singly -= 1
+            return batch
+        while isinstance(batch[0], Append) and q.ops and isinstance(q.ops[0], Append):
+            if len(batch) == MAX_BATCH:
+                break
+            batch.append(q.ops.popleft())
+        return batch
 
     def _failed(self, q: ChannelQueue, op: Op, exc: Exception) -> None:
         # The exception's text can quote SQL parameters (message text): log its type only.
@@ -299,6 +324,28 @@ class Ingest:
                     log.info("ingest.erased", chat_id=info.id, messages=report.messages, lines=report.nodes)
         else:
             await self._backfill(q, op)
+
+    async def _apply_appends(self, q: ChannelQueue, batch: list[Append]) -> None:
+        """Several messages of one channel in one transaction, in order (what store() does for
+        each, batched: one chat lookup, one statement per message)."""
+        channel, me = batch[0].message.channel, self.bot.user
+        person = None  # who a DM is with: its first message not written by the bot
+        if is_dm(channel):
+            authors = (op.message.author for op in batch)
+            person = next((a for a in authors if me is None or a.id != me.id), None)
+        chat_id = await self._chat(q, channel, person)
+        if chat_id is None:
+            return
+        items = []
+        for op in batch:
+            if await self._opted_out(op.message):
+                continue
+            hidden = await self.hidden_people(op.message)
+            rendered = await self.mentions.render(op.message, visible(op.message)[0], hidden)
+            items.append((message_to_new(op.message, None, rendered), replied_snowflake(op.message)))
+        indexes = await self.engine.append_replies(chat_id, items)
+        if any(index is not None for index in indexes) and self.services.scheduler is not None:
+            self.services.scheduler.mark_dirty(chat_id)
 
     async def _chat(self, q: ChannelQueue, channel: Any, person: Any = None) -> int | None:
         chat_id = await chat_for_channel(self.bot, channel, person)

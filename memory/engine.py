@@ -88,6 +88,14 @@ class MemoryEngine:
         async with self.sessions() as s, s.begin():
             return await log.append(s, chat_id, message)
 
+    async def append_replies(
+        self, chat_id: int, items: Sequence[tuple[NewMessage, int | None]]
+    ) -> list[int | None]:
+        """Messages as they arrived, each with the snowflake it replies to, in one transaction
+        (the bot's ingest writes what a channel's queue holds this way; see log.append_replies)."""
+        async with self.sessions() as s, s.begin():
+            return await log.append_replies(s, chat_id, items)
+
     async def append_many(self, chat_id: int, messages: Sequence[NewMessage]) -> list[int | None]:
         async with self.sessions() as s, s.begin():
             return await log.append_many(s, chat_id, messages)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import Text, cast, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from memory.importers import message_text
@@ -44,6 +44,9 @@ async def _lock_row(session: AsyncSession, chat_id: int) -> MemoryRow | None:
     ).scalar_one_or_none()
 
 
+_ERASED_LINE_BYTES = tail_line_bytes(0, None, None) - 1  # without the index's digits
+
+
 def _max_level(total: int) -> int:
     return max(total, 1).bit_length()
 
@@ -72,6 +75,10 @@ async def erase_indexes(
                     is_bot=False,
                     edited_at=None,
                     erased_at=now,
+                    # The raw-tail line of an erased slot is "#i time (erased)": keep the byte
+                    # count true, in this UPDATE (a second one wrote every row version again:
+                    # six more index entries each, three of them GIN).
+                    line_bytes=_ERASED_LINE_BYTES + func.octet_length(cast(Message.idx, Text)),
                 )
                 .returning(Message.idx)
             )
@@ -79,14 +86,6 @@ async def erase_indexes(
     )
     if not erased:
         return report
-    # The raw-tail line of an erased slot is "#i time (erased)": keep the byte count true.
-    await session.execute(
-        text("""
-        UPDATE messages SET line_bytes = :fixed + octet_length(idx::text)
-        WHERE chat_id = :chat_id AND idx = ANY(:idx)
-    """),
-        {"fixed": tail_line_bytes(0, None, None) - 1, "chat_id": chat_id, "idx": erased},
-    )
     leaves = set(
         (
             await session.scalars(

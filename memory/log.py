@@ -2,15 +2,16 @@
 
 Message ``i`` of a chat is assigned atomically: the chat row is updated (and so locked)
 in the same statement that inserts the message, so concurrent appends serialize per chat
-and never leave a gap. A duplicate snowflake hits the unique key and the whole statement
-rolls back, increment included (idempotent ingest).
+and never leave a gap. A snowflake already logged is skipped by that same statement; one
+committed by a racing transaction meanwhile hits the unique key and the whole statement rolls
+back, increment included (idempotent ingest).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -184,22 +185,29 @@ def tail_line_bytes(index: int, author: str | None, body: str | None) -> int:
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
-# One round trip: the UPDATE takes the next index and row-locks the chat until commit, so
-# concurrent appends to one chat serialize and indexes stay dense.
+# One round trip, the duplicate check included: the UPDATE takes the next index and row-locks
+# the chat until commit, so concurrent appends to one chat serialize and indexes stay dense;
+# a logged snowflake skips the UPDATE (no index taken) and the INSERT. A snowflake committed
+# by a racing transaction after this one's snapshot still hits the unique key (the backstop).
 _APPEND = text("""
-    WITH slot AS (
+    WITH dup AS (
+        SELECT 1 FROM messages WHERE chat_id = :chat_id AND snowflake = :snowflake
+    ), slot AS (
         UPDATE chats SET next_index = next_index + 1,
                          last_message_at = GREATEST(last_message_at, :created_at)
-        WHERE id = :chat_id
+        WHERE id = :chat_id AND NOT EXISTS (SELECT 1 FROM dup)
         RETURNING next_index - 1 AS idx
+    ), added AS (
+        INSERT INTO messages (chat_id, idx, snowflake, author_id, author_name, is_bot, created_at,
+                              edited_at, text, attachments, reply_to, line_bytes, mention_ids,
+                              mention_names)
+        SELECT :chat_id, slot.idx, :snowflake, :author_id, :author_name, :is_bot, :created_at,
+               :edited_at, :text, :attachments, :reply_to,
+               :line_bytes - 1 + octet_length(slot.idx::text), :mention_ids, :mention_names
+        FROM slot
+        RETURNING idx
     )
-    INSERT INTO messages (chat_id, idx, snowflake, author_id, author_name, is_bot, created_at,
-                          edited_at, text, attachments, reply_to, line_bytes, mention_ids, mention_names)
-    SELECT :chat_id, slot.idx, :snowflake, :author_id, :author_name, :is_bot, :created_at,
-           :edited_at, :text, :attachments, :reply_to,
-           :line_bytes - 1 + octet_length(slot.idx::text), :mention_ids, :mention_names
-    FROM slot
-    RETURNING idx
+    SELECT (SELECT idx FROM added), EXISTS (SELECT 1 FROM dup)
 """).bindparams(
     bindparam("attachments", type_=JSONB),
     bindparam("mention_ids", type_=ARRAY(BigInteger)),
@@ -214,17 +222,65 @@ async def append(session: AsyncSession, chat_id: int, msg: NewMessage) -> int | 
     unique-key IntegrityError at this statement and must roll back (ingest treats it as
     a duplicate).
     """
-    if msg.snowflake is not None:
-        dup = await session.scalar(
-            select(Message.idx).where(Message.chat_id == chat_id, Message.snowflake == msg.snowflake)
-        )
-        if dup is not None:
-            return None
     values = _row_values(chat_id, 0, msg)  # idx comes from the chat row; line_bytes adds its digits
-    index = await session.scalar(_APPEND, values)
+    index, duplicate = (await session.execute(_APPEND, values)).one()
+    if duplicate:
+        return None
     if index is None:
         raise ChatNotFound(f"no chat with id {chat_id}")
     return int(index)
+
+
+async def append_replies(
+    session: AsyncSession, chat_id: int, items: Sequence[tuple[NewMessage, int | None]]
+) -> list[int | None]:
+    """Log messages in order, each with the snowflake of the message it replies to (or None);
+    their indexes (None: already logged). Four statements for any number of messages: lock
+    the chat row, look up the batch's and its reply targets' snowflakes, one multi-row
+    INSERT, the chat's new count. A reply to a message of the same batch finds it here."""
+    if not items:
+        return []
+    # The lock first: a writer of this chat that committed meanwhile is then visible to the
+    # lookup below (each statement reads a fresh snapshot), so two writers never both insert
+    # a snowflake. Another process racing without the lock still meets the unique key.
+    row = (
+        await session.execute(select(Chat.next_index).where(Chat.id == chat_id).with_for_update())
+    ).one_or_none()
+    if row is None:
+        raise ChatNotFound(f"no chat with id {chat_id}")
+    wanted = {m.snowflake for m, _ in items if m.snowflake is not None}
+    wanted |= {replied for _, replied in items if replied is not None}
+    known: dict[int, int] = {}
+    if wanted:
+        rows = await session.execute(
+            select(Message.snowflake, Message.idx).where(
+                Message.chat_id == chat_id, Message.snowflake.in_(wanted)
+            )
+        )
+        known = {int(snowflake): int(idx) for snowflake, idx in rows if snowflake is not None}
+    index = int(row[0])
+    out: list[int | None] = []
+    values: list[dict[str, object]] = []
+    for msg, replied in items:
+        if msg.snowflake is not None and msg.snowflake in known:
+            out.append(None)  # logged before, or earlier in this batch
+            continue
+        if replied is not None:
+            msg = replace(msg, reply_to=known.get(replied))
+        values.append(_row_values(chat_id, index, msg))
+        if msg.snowflake is not None:
+            known[msg.snowflake] = index
+        out.append(index)
+        index += 1
+    if values:
+        await session.execute(insert(Message), values)
+        newest = max(v["created_at"] for v in values)  # type: ignore[type-var]
+        await session.execute(
+            update(Chat)
+            .where(Chat.id == chat_id)
+            .values(next_index=index, last_message_at=func.greatest(Chat.last_message_at, newest))
+        )
+    return out
 
 
 async def append_many(session: AsyncSession, chat_id: int, msgs: Sequence[NewMessage]) -> list[int | None]:

@@ -77,14 +77,22 @@ class Message(Base):
     __table_args__ = (
         UniqueConstraint("chat_id", "snowflake", name="uq_messages_chat_snowflake"),
         Index("ix_messages_chat_author", "chat_id", "author_id"),
-        Index("ix_messages_tsv", "tsv", postgresql_using="gin"),
+        # Led by the chat (btree_gin): recall in a small chat never reads a big chat's matches.
+        Index("ix_messages_chat_tsv", "chat_id", "tsv", postgresql_using="gin"),
         Index(
-            "ix_messages_text_trgm",
+            "ix_messages_chat_text_trgm",
+            "chat_id",
             "text",
             postgresql_using="gin",
             postgresql_ops={"text": "gin_trgm_ops"},
         ),
         Index("ix_messages_mention_ids", "mention_ids", postgresql_using="gin"),
+        Index(
+            "ix_messages_author_trgm",
+            "author_name",
+            postgresql_using="gin",
+            postgresql_ops={"author_name": "gin_trgm_ops"},
+        ),
     )
 
     chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True)

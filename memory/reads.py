@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.errors import BadRequest
@@ -18,6 +18,7 @@ from memory.models import Message
 from memory.nodes import resolve
 from memory.prompts import CONTINUATION
 from memory.render import PLACEHOLDER, row_line, tail_line
+from memory.search import Filters, search
 from memory.tree import AddressError, Node, address, children, node_for, parse_address
 
 PAGE_INDENT = CONTINUATION.lstrip("\n")  # every page after the first starts indented
@@ -99,31 +100,6 @@ def _like_escape(value: str) -> str:
     return _LIKE_SPECIALS.sub(r"\\\1", value)
 
 
-# Matches are ranked among the newest RECALL_CANDIDATES of them: a common word ("that") matches
-# ~10% of a chat, and ranking all 110,000 matches of a 1M-message chat (similarity() per row)
-# took ~1.5 s. A query with fewer matches is ranked exactly as before. "idx + 0" keeps the
-# planner on the full-text/trigram bitmap: ordered by the bare key it walks the primary key
-# backwards, which for a word it overestimates (0.3% of messages) read 650K rows (~1.1 s).
-# Measured on 1M messages, 200 sampled words: p95 1,030 ms before, 260 ms after.
-RECALL_CANDIDATES = 2000
-_RECALL = text("""
-    WITH hits AS (
-        SELECT m.idx, m.text, m.tsv
-        FROM messages m, plainto_tsquery('simple', :query) AS q(tsq)
-        WHERE m.chat_id = :chat_id AND m.text IS NOT NULL
-          AND (m.tsv @@ q.tsq OR (CAST(:pattern AS text) IS NOT NULL AND m.text ILIKE :pattern))
-          AND (CAST(:author AS text) IS NULL OR m.author_name ILIKE :author)
-          AND (CAST(:author_id AS bigint) IS NULL OR m.author_id = :author_id)
-        ORDER BY m.idx + 0 DESC
-        LIMIT :candidates
-    )
-    SELECT h.idx, ts_rank(h.tsv, plainto_tsquery('simple', :query)) + similarity(h.text, :query) AS score
-    FROM hits h
-    ORDER BY score DESC, h.idx DESC
-    LIMIT :limit
-""")
-
-
 async def recall_hits(
     session: AsyncSession,
     chat_id: int,
@@ -147,19 +123,9 @@ async def recall_hits(
     fragment = len(words) >= 3 or not any(ch.isalnum() for ch in words)
     pattern = f"%{_like_escape(words)}%" if fragment else None
     author_pattern = f"%{_like_escape(storable(author).strip())}%" if author and author.strip() else None
-    rows = await session.execute(
-        _RECALL,
-        {
-            "chat_id": chat_id,
-            "query": words,
-            "pattern": pattern,
-            "author": author_pattern,
-            "author_id": author_id,
-            "limit": limit,
-            "candidates": RECALL_CANDIDATES,
-        },
-    )
-    return [RecallHit(int(idx), float(score)) for idx, score in rows]
+    total = (await get_chat(session, chat_id)).next_index  # from the session's identity map in recall()
+    filters = Filters(chat_id, words, pattern, author_pattern, author_id)
+    return [RecallHit(idx, score) for idx, score in await search(session, filters, total, limit)]
 
 
 def _clip(line: str, index: int) -> str:

@@ -12,10 +12,21 @@ from pathlib import Path
 from bench.render import render
 from bench.report import Plan, collect
 from bench.scale import ScaleSpec
+from bench.scale_cli import summary
 from tests.memory.helpers import SMALL
 
 HOST = {"commit": "abc123", "cpus": "2", "memory": "1.0 GiB", "python": "3.11", "load": "0.10"}
 NUMBER = re.compile(r"\d")
+SCALE_KEYS = (
+    "messages",
+    "prompt_p95_ms",
+    "zoom_p95_ms",
+    "recall_p95_ms",
+    "recall_author_p95_ms",
+    "recall_small_chat_p95_ms",
+    "ingest_msgs_per_s",
+    "erase_10k_s",
+)
 
 
 def tables(markdown: str) -> list[list[list[str]]]:
@@ -54,6 +65,11 @@ async def test_report_renders_every_table_from_measurement(postgres_admin_url: s
     assert collected.scale.latencies["prompt"].samples == 8
     assert collected.scale.erase_messages == 100 and collected.scale.ingest_per_second > 0
     assert collected.scale.row_lines > 0 and collected.scale.database_bytes > 0
+    assert collected.scale.latencies["recall_small"].samples == 8  # the small chat beside the big one
+    assert collected.scale.ingest_batch_mean >= 1 and collected.scale.append_per_second > 0
+    figures = summary(collected.scale)
+    for key in SCALE_KEYS:  # python -m bench.scale --json: every figure the scale goals name
+        assert isinstance(figures[key], int | float) and figures[key] > 0, key
 
     markdown = render(collected, HOST, "python -m bench.report --test")
     found = tables(markdown)

@@ -8,7 +8,8 @@ from dataclasses import replace
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.models import MemoryRow, TreeNode
+from memory.models import MemoryRow, Message, TreeNode
+from memory.render import tail_line
 from memory.row import is_tiling
 from tests.memory.helpers import fill, make_engine, message, new_chat, settle
 
@@ -117,3 +118,18 @@ async def test_wipe_and_forget_chat(sessions: Sessions) -> None:
     await engine.forget_discord_chat(556)
     assert CANARY not in await table_dump(sessions)
     assert await engine.chat_by_discord_id(556) is None
+
+
+async def test_an_erased_slot_counts_the_bytes_of_its_line(sessions: Sessions) -> None:
+    # The tail's byte budget sums line_bytes: an erased slot must count its "(erased)" line.
+    engine, _, clock = make_engine(sessions)
+    chat = await new_chat(engine)
+    await fill(engine, clock, chat, [message(k) for k in range(120)], compact_every=1000)
+    await engine.erase_messages(chat, [10_007, 10_099])
+    async with sessions() as s:
+        for index in (7, 99):
+            m = await s.get(Message, (chat, index))
+            assert m is not None and m.text is None
+            shown = tail_line(m.idx, m.created_at, m.author_name, m.text, "UTC")
+            assert "(erased)" in shown
+            assert m.line_bytes == len(shown.encode()) + 1  # and its newline
