@@ -11,6 +11,7 @@ Costs come from :class:`memory.pricing.PriceTable` (list prices, Haiku 5.5's >10
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -22,7 +23,7 @@ from memory.fake_summarizer import FakeSummarizer, fake_compress_try, fake_merge
 from memory.pricing import PriceTable, Usage
 from memory.prompts import COMPACT_SYSTEM, context_block, task_block, too_long_block
 from memory.summarizer import CompactTask, SummaryBatch
-from tests.fakes.prompt_cache import PromptCache, blocks_of_request, estimate_tokens
+from tests.fakes.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
 
 
 def corpus_seconds(clock: SimulatedClock) -> Callable[[], float]:
@@ -72,10 +73,19 @@ class CacheMeter:
         self.totals = MeterFigures(model)
         # What-if for compactor calls: the <chat> context in 4-line blocks (see context_blocks).
         self.blocked_context = blocked_context
+        price = self.prices.lookup(model)
+        # Haiku 5.5 counts ~30% more tokens for the same text: every count (and so the cache
+        # minimum, the tier threshold and the bill) is scaled, as the API would report them.
+        self.token_factor = price.tokenizer_factor if price is not None else 1.0
         self._cost = Decimal(0)
 
+    def _scaled(self, tokens: int) -> int:
+        return tokens if self.token_factor == 1.0 else math.ceil(tokens * self.token_factor)
+
     def account(self, body: Mapping[str, Any], output_tokens: int) -> Usage:
-        cached = self.cache.process(self.model, blocks_of_request(body))
+        blocks = [Block(b.digest, self._scaled(b.tokens), b.ttl) for b in blocks_of_request(body)]
+        output_tokens = self._scaled(output_tokens)
+        cached = self.cache.process(self.model, blocks)
         usage = Usage(
             input_tokens=cached.input_tokens,
             output_tokens=output_tokens,

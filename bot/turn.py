@@ -34,6 +34,7 @@ import structlog
 from anthropic import AsyncAnthropic
 from anthropic.types import Message
 
+from bot.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes
 from bot.limits import STEP_LIMIT_NOTE
 from bot.tools import ToolResult
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
@@ -82,8 +83,10 @@ def _text(text: str) -> Block:
     return {"type": "text", "text": text}
 
 
-def _marked(block: Block) -> Block:
-    return {**block, "cache_control": dict(EPHEMERAL)}
+def _marked(block: Block, ttl: str = "5m") -> Block:
+    # "5m" is the API's default: the mark is sent without a ttl, as before lifetimes were chosen.
+    mark = dict(EPHEMERAL) if ttl == "5m" else {**EPHEMERAL, "ttl": ttl}
+    return {**block, "cache_control": mark}
 
 
 def memory_blocks(row_lines: Sequence[str]) -> tuple[list[Block], int | None]:
@@ -174,20 +177,22 @@ def build_request(
     view: PromptView,
     note: TurnNote,
     steps: Sequence[dict[str, Any]] = (),
+    lifetimes: MarkLifetimes = ALL_FIVE_MINUTES,
 ) -> dict[str, Any]:
     """The Messages API body for one step of a turn (pure). ``steps`` are the tool loop's
-    messages so far (assistant, user, assistant, user...), without marks."""
+    messages so far (assistant, user, assistant, user...), without marks. ``lifetimes``: each
+    mark's ttl (bot/cache_policy.py)."""
     content, marks = first_user_content(view)
-    content = [_marked(block) if i in marks else block for i, block in enumerate(content)]
+    content = [_marked(block, lifetimes.body) if i in marks else block for i, block in enumerate(content)]
     content.append(_text(note_text(note)))
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     messages += [{"role": step["role"], "content": list(step["content"])} for step in steps]
     last = messages[-1]["content"]
-    last[-1] = _marked(last[-1])
+    last[-1] = _marked(last[-1], lifetimes.last)
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
-        "system": [_marked(_text(system))],
+        "system": [_marked(_text(system), lifetimes.system)],
         "tools": [dict(tool) for tool in tools],
         "messages": messages,
     }
@@ -246,6 +251,7 @@ async def run_turn(
     note: TurnNote,
     max_steps: int,
     run_tool: ToolRunner,
+    lifetimes: MarkLifetimes = ALL_FIVE_MINUTES,
 ) -> TurnResult:
     """Call the model, run its tools, repeat, at most ``max_steps`` calls. Never raises for a
     failed call: ``failure`` says why, and ``usages`` holds every call that was answered."""
@@ -253,7 +259,14 @@ async def run_turn(
     steps: list[dict[str, Any]] = []
     for step in range(1, max(1, max_steps) + 1):
         request = build_request(
-            model=model, max_tokens=max_tokens, system=system, tools=tools, view=view, note=note, steps=steps
+            model=model,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            view=view,
+            note=note,
+            steps=steps,
+            lifetimes=lifetimes,
         )
         try:
             message = await create_message(client, **request)

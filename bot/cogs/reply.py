@@ -27,6 +27,7 @@ import discord
 import structlog
 from discord.ext import commands
 
+from bot.cache_policy import TurnGaps
 from bot.chats import chat_for_channel, is_dm, services_of, visible
 from bot.limits import (
     CAP_NOTE,
@@ -95,6 +96,7 @@ class ReplyCog(commands.Cog):
         self.system = system_prompt(self.settings)  # read once: byte-identical for every turn
         self.cooldown = Cooldown(self.settings.user_cooldown_seconds)
         self.queues: dict[int, ChatQueue] = {}
+        self.turn_gaps = TurnGaps()  # each chat's recent turns choose its cache lifetimes
 
     async def cog_unload(self) -> None:
         workers = [q.worker for q in self.queues.values() if q.worker is not None]
@@ -258,6 +260,7 @@ class ReplyCog(commands.Cog):
             note=note,
             max_steps=self.settings.tool_steps,
             run_tool=tool,
+            lifetimes=self.turn_gaps.lifetimes(chat_id, note.now),
         )
 
     async def _trigger(self, chat_id: int, message: discord.Message) -> Trigger:
