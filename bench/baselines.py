@@ -33,7 +33,16 @@ from tests.fakes.prompt_cache import estimate_tokens
 QUIET_SWAP = "quiet swap"
 SWAP_AT_ONCE = "swap as soon as built"
 EVERY_TURN = "a reply turn at every message"
+BEFORE = "before: a context per call, 4 tasks, overshoots asked again"
 CACHE_LIFETIMES = ("5m", "1h", "auto")  # "auto": bot/cache_policy.py, as the bot sends them
+
+
+def before_config(base: MemoryConfig) -> MemoryConfig:
+    """The compactor as it was before shared contexts, for the report's before/after: each call
+    its own context (the lines before its first task, cut on a 16 KB grid), all calls at once,
+    4 tasks a call, every overshoot sent back to the model. Contexts stay honest (only lines
+    before every task's input), so the comparison is of cost, not of a bug."""
+    return replace(base, tasks_per_call=4, trim_slack=0, shared_context=False)
 
 
 def swap_policies(base: MemoryConfig) -> dict[str, MemoryConfig]:

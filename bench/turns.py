@@ -45,6 +45,10 @@ from memory.view import PromptView, prompt_view
 REPLY_MODEL = "claude-sonnet-5-5"
 COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")
 BLOCKED_WHAT_IF = "claude-haiku-4-5, context in 4-line blocks (what-if)"
+# What-if (bench/cache_model.py level_budget): each line asked for at most 128 x (level + 1)
+# bytes. Only the output is cut; the tree is the one the fake built at today's sizes, so later
+# inputs and contexts are as large as today's: this understates what a budget would save.
+BUDGET_WHAT_IF = "claude-haiku-4-5, byte budget growing with the level (what-if)"
 REPLY_OUTPUT_TOKENS = 150  # a group-chat answer of a few sentences
 REPLY_MAX_TOKENS = 1024
 SAMPLE_EVERY = 50
@@ -190,11 +194,12 @@ class TurnHooks:
         self.compact_meters[BLOCKED_WHAT_IF] = CacheMeter(
             COMPACT_MODELS[0], corpus_seconds(self.clock), blocked_context=True
         )
+        self.compact_meters[BUDGET_WHAT_IF] = CacheMeter(
+            COMPACT_MODELS[0], corpus_seconds(self.clock), byte_budget=True
+        )
         self.replies = ReplyMeter(self.clock, spec.ttls)
         self.rolling = (
-            RollingSummary(
-                spec.config, self.clock, summary_bytes=spec.rolling_summary_bytes, ttls=spec.ttls
-            )
+            RollingSummary(spec.config, self.clock, summary_bytes=spec.rolling_summary_bytes, ttls=spec.ttls)
             if spec.rolling
             else None
         )
@@ -271,6 +276,9 @@ def headline(run: RunFigures, compact_model: str, reply_policy: str = AUTO) -> d
         "compaction_cache_read_share": round(compact.read_share, 4),
         "usd_per_1k_messages": _per_1k(compact.cost_usd, run.messages),
         "usd_per_1k_messages_haiku_4_5": _per_1k(run.compaction[HAIKU_4_5].cost_usd, run.messages),
+        "what_if_byte_budget_usd_per_1k_messages_haiku_4_5": _per_1k(
+            run.compaction[BUDGET_WHAT_IF].cost_usd, run.messages
+        ),
     }
     if run.turns and reply_policy in run.replies:
         reply = run.replies[reply_policy]

@@ -8,10 +8,10 @@ Cost (docs/design.md, the compactor): the context is ~8K tokens and the tasks ~2
 matters is that the context is read from the prompt cache, not written. Hence one context per
 pass, kept while it stays valid (the "sticky" context the compactor holds between plans):
 
-- tasks are ordered by where their input starts in the row; those with at least
-  ``min_context_bytes`` of lines before them share one context: the last ``context_bytes``
-  of whole lines before the first of them (or the sticky one, while it still lies inside those
-  lines and not more than ``context_bytes`` behind the first input);
+- tasks are ordered by where their input starts in the row and put in tiers by how many
+  lines they have before them (:func:`context_tier`); the tasks of a tier share one context:
+  the last ``context_bytes`` of whole lines before the first of them (or the tier's sticky one,
+  while it still lies inside those lines and not more than ``context_bytes`` behind);
 - tasks nearer the row's start share one small context of their own (under the cache minimum
   anyway);
 - a context group is sent as one lead call, alone, that writes the cache, then the rest at
@@ -22,7 +22,7 @@ pass, kept while it stays valid (the "sticky" context the compactor holds betwee
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memory.planner import PlannedTask
@@ -34,8 +34,12 @@ class ContextGroup:
     """Calls that share one context: ``calls[0]`` is the lead, sent before the others."""
 
     context: tuple[str, ...]
-    large: bool  # its tasks have at least min_context_bytes of lines before them
+    tier: int  # context_tier of its tasks: 0 when too close to the row's start to be cached
     calls: list[list[PlannedTask]] = field(default_factory=list)
+
+    @property
+    def large(self) -> bool:
+        return self.tier > 0
 
 
 def lines_bytes(lines: Sequence[str]) -> int:
@@ -72,34 +76,47 @@ def _usable_sticky(sticky: Sequence[str], before: Sequence[str], context_bytes: 
     return bool(sticky) and ends is not None and lines_bytes(before[ends:]) <= context_bytes
 
 
+def context_tier(before_bytes: int, context_bytes: int, min_context_bytes: int) -> int:
+    """0 for tasks with under ``min_context_bytes`` before them; else how many times that they
+    have, up to ``context_bytes`` worth: tasks deep in the row share a full-size context
+    instead of the short one the row's first large task would allow."""
+    top = max(1, context_bytes // max(1, min_context_bytes))
+    return min(before_bytes // max(1, min_context_bytes), top)
+
+
 def plan_calls(
     tasks: Sequence[PlannedTask],
     *,
     per_call: int,
     context_bytes: int,
     min_context_bytes: int,
-    sticky: Sequence[str] = (),
+    sticky: Mapping[int, Sequence[str]] | None = None,
     alone: Collection[Node] = (),
-) -> tuple[list[ContextGroup], tuple[str, ...]]:
-    """The plan's tasks as context groups of calls, and the sticky context to keep."""
+    shared: bool = True,
+) -> tuple[list[ContextGroup], dict[int, tuple[str, ...]]]:
+    """The plan's tasks as context groups of calls, and the sticky contexts to keep (by tier)."""
     per_call = max(1, per_call)
     ordered = sorted(tasks, key=lambda t: (lines_bytes(t.before), t.node))
+    if not shared:
+        return _own_contexts(ordered, per_call, alone), {}
+    sticky = sticky or {}
     groups: list[ContextGroup] = []
-    keep: tuple[str, ...] = tuple(sticky)
+    keep: dict[int, tuple[str, ...]] = {tier: tuple(lines) for tier, lines in sticky.items()}
     members: dict[int, list[PlannedTask]] = {}
     for task in ordered:
-        home = next((k for k, g in enumerate(groups) if _fits(g, task, min_context_bytes)), None)
+        tier = context_tier(lines_bytes(task.before), context_bytes, min_context_bytes)
+        home = next(
+            (k for k, g in enumerate(groups) if g.tier == tier and is_run_of(g.context, task.before)), None
+        )
         if home is None:
-            large = lines_bytes(task.before) >= min_context_bytes
-            if large:
-                if _usable_sticky(sticky, task.before, context_bytes):
-                    context = tuple(sticky)
-                else:
-                    context = last_lines(task.before, context_bytes)
-                keep = context
+            old = sticky.get(tier, ())
+            if tier and _usable_sticky(old, task.before, context_bytes):
+                context = tuple(old)
             else:
                 context = last_lines(task.before, context_bytes)
-            groups.append(ContextGroup(context, large))
+            if tier:
+                keep[tier] = context
+            groups.append(ContextGroup(context, tier))
             home = len(groups) - 1
         members.setdefault(home, []).append(task)
     for k, group in enumerate(groups):
@@ -109,8 +126,30 @@ def plan_calls(
     return groups, keep
 
 
-def _fits(group: ContextGroup, task: PlannedTask, min_context_bytes: int) -> bool:
-    """A task joins a group of its size class whose context is a run of its own lines before
-    (a near-start task never drags a large group down to a small context, nor the reverse)."""
-    large = lines_bytes(task.before) >= min_context_bytes
-    return group.large == large and is_run_of(group.context, task.before)
+GRID = 16_000
+
+
+def grid_window(lines: Sequence[str], grid: int = GRID) -> tuple[str, ...]:
+    """The last 16-32 KB of ``lines``, cut on a fixed 16 KB grid of the row's bytes (the
+    context of each call before contexts were shared; kept for the before/after report)."""
+    total = lines_bytes(lines)
+    cut = max(0, total // grid - 1) * grid
+    offset = 0
+    for k, line in enumerate(lines):
+        if offset >= cut:
+            return tuple(lines[k:])
+        offset += utf8_len(line) + 1
+    return ()
+
+
+def _own_contexts(
+    ordered: Sequence[PlannedTask], per_call: int, alone: Collection[Node]
+) -> list[ContextGroup]:
+    together = [t for t in ordered if t.node not in alone]
+    calls = [together[i : i + per_call] for i in range(0, len(together), per_call)]
+    calls += [[t] for t in ordered if t.node in alone]
+    # The lines before the call's first task are before every task of the call (ordered).
+    return [
+        ContextGroup(grid_window(call[0].before), lines_bytes(call[0].before) >= GRID, [call])
+        for call in calls
+    ]

@@ -77,7 +77,8 @@ class Compactor:
         self._reported: set[tuple[int, Node]] = set()
         self._waiting: set[int] = set()  # chats with nodes waiting out RETRY
         self._alone: set[tuple[int, Node]] = set()  # failed inside a multi-task call
-        self._contexts: dict[int, tuple[int, tuple[str, ...]]] = {}  # chat -> (version, context)
+        # chat -> (version, sticky contexts by tier): kept between plans of one pass
+        self._contexts: dict[int, tuple[int, dict[int, tuple[str, ...]]]] = {}
         self.paused_until: datetime | None = None  # rate limited: no call before this
 
     def paused(self) -> bool:
@@ -173,7 +174,7 @@ class Compactor:
         self, chat_id: int, tasks: Sequence[PlannedTask], version: int, report: PassReport
     ) -> None:
         known = self._contexts.get(chat_id)
-        sticky = known[1] if known is not None and known[0] == version else ()
+        sticky = known[1] if known is not None and known[0] == version else {}
         groups, keep = plan_calls(
             tasks,
             per_call=self.cfg.tasks_per_call,
@@ -181,6 +182,7 @@ class Compactor:
             min_context_bytes=self.cfg.min_context_bytes,
             sticky=sticky,
             alone={node for chat, node in self._alone if chat == chat_id},
+            shared=self.cfg.shared_context,
         )
         self._contexts[chat_id] = (version, keep)
         await asyncio.gather(*(self._run_group(chat_id, g, version, report) for g in groups))

@@ -42,3 +42,7 @@ class MemoryConfig:
     # a second request (which resends the whole conversation): first tries overshoot by 5-40
     # bytes in 10% of tasks (the Haiku bake-off behind memory/fake_summarizer.py).
     trim_slack: int = 48
+    # One context per pass shared by its calls (memory/call_plan.py). False: each call gets its
+    # own, the lines before its first task cut on a 16 KB grid, all calls at once: the layout
+    # before the shared context, kept so the benchmark report can show both in one run.
+    shared_context: bool = True

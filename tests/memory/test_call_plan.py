@@ -12,7 +12,9 @@ ROW = tuple(f"line {k:02d} " + "x" * 91 for k in range(60))  # 100 bytes a line 
 def task(position: int, level: int = 1) -> PlannedTask:
     """A merge whose input starts at row line ``position``: ROW[:position] is before it."""
     node = (level, position)
-    return PlannedTask(node, CompactTask("merge", level, position, left="a", right="b"), ROW[:position], None, None)
+    return PlannedTask(
+        node, CompactTask("merge", level, position, left="a", right="b"), ROW[:position], None, None
+    )
 
 
 def test_last_lines_keeps_whole_newest_lines_within_the_budget() -> None:
@@ -42,7 +44,7 @@ def test_every_call_gets_a_context_of_lines_before_each_of_its_tasks() -> None:
     small = [g for g in groups if not g.large]
     # One shared context for all tasks with >= 1,000 bytes before them: the 15 lines (1,500
     # bytes) before the first of them (position 20), so every call of it reads one prefix.
-    assert len(large) == 1 and large[0].context == ROW[5:20] and sticky == ROW[5:20]
+    assert len(large) == 1 and large[0].context == ROW[5:20] and sticky == {1: ROW[5:20]}
     # Tasks at 2 and 5 have too little before them to be cached: their own small context.
     assert len(small) == 1 and small[0].context == ROW[:2]
     assert [len(c) for c in large[0].calls] == [3, 3, 2]
@@ -50,15 +52,19 @@ def test_every_call_gets_a_context_of_lines_before_each_of_its_tasks() -> None:
 
 def test_a_still_valid_sticky_context_is_kept_and_a_stale_one_replaced() -> None:
     tasks = [task(p) for p in (30, 34)]
-    kept, sticky = plan_calls(tasks, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky=ROW[12:27])
-    assert kept[0].context == ROW[12:27] and sticky == ROW[12:27]
+    kept, sticky = plan_calls(
+        tasks, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: ROW[12:27]}
+    )
+    assert kept[0].context == ROW[12:27] and sticky == {1: ROW[12:27]}
     # More than context_bytes behind the first input: re-anchored to the lines before it.
     far = [task(p) for p in (50,)]
-    moved, sticky = plan_calls(far, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky=ROW[12:27])
-    assert moved[0].context == ROW[35:50] and sticky == ROW[35:50]
+    moved, sticky = plan_calls(
+        far, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: ROW[12:27]}
+    )
+    assert moved[0].context == ROW[35:50] and sticky == {1: ROW[35:50]}
     # Lines the row no longer has (merged away since): not a run of the lines before.
     gone = (ROW[12], "a line merged away since", ROW[14])
-    fresh, _ = plan_calls(tasks, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky=gone)
+    fresh, _ = plan_calls(tasks, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: gone})
     assert fresh[0].context == ROW[15:30]
 
 
@@ -68,3 +74,15 @@ def test_a_task_that_failed_in_a_group_goes_alone() -> None:
         tasks, per_call=4, context_bytes=1500, min_context_bytes=1000, alone={(1, 21), (1, 23)}
     )
     assert [[t.node for t in call] for call in groups[0].calls] == [[(1, 20), (1, 22)], [(1, 21)], [(1, 23)]]
+
+
+def test_tasks_deep_in_the_row_share_a_full_size_context_of_their_own_tier() -> None:
+    tasks = [task(p) for p in (12, 14, 33, 40, 52)]
+    groups, sticky = plan_calls(tasks, per_call=4, context_bytes=3000, min_context_bytes=1000)
+    by_tier = {g.tier: g for g in groups}
+    # Tier 1: 1,000-2,000 bytes before (12, 14); tier 2: 2,000-3,000 (none); tier 3: >= 3,000.
+    assert sorted(by_tier) == [1, 3]
+    assert by_tier[1].context == ROW[:12] and by_tier[3].context == ROW[3:33]
+    assert sticky == {1: ROW[:12], 3: ROW[3:33]}
+    for group in groups:
+        assert all(is_run_of(group.context, ROW[: t.node[1]]) for call in group.calls for t in call)

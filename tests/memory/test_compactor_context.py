@@ -60,7 +60,9 @@ async def test_work_planned_before_an_erasure_is_never_sent_after_it(sessions: S
     inner = FakeSummarizer(node_bytes=config.node_bytes, tries=config.tries)
     recorder = Recorder(inner)
     clock = SimulatedClock(START)
-    engine = MemoryEngine(sessions, config, compactor=Compactor(sessions, config, recorder, clock), clock=clock)
+    engine = MemoryEngine(
+        sessions, config, compactor=Compactor(sessions, config, recorder, clock), clock=clock
+    )
     recorder.engine = engine
     chat = await new_chat(engine)
     for k in range(30):

@@ -34,7 +34,9 @@ async def _no_tools(name: str, args: Any) -> ToolResult:
     raise AssertionError("no tool is offered")
 
 
-def _engine(sessions: Sessions, client: Any, config: MemoryConfig) -> tuple[MemoryEngine, Compactor, SimulatedClock]:
+def _engine(
+    sessions: Sessions, client: Any, config: MemoryConfig
+) -> tuple[MemoryEngine, Compactor, SimulatedClock]:
     clock = SimulatedClock(START)
     summarizer = AnthropicSummarizer(client, model="claude-haiku-5-5")
     compactor = Compactor(sessions, config, summarizer, clock)
@@ -62,8 +64,15 @@ async def test_a_rate_limit_pauses_compaction_for_its_retry_after_and_replies_go
         view = await engine.prompt_view(chat)
         note = TurnNote(clock.now(), "UTC", (Trigger("Pia", 1000, 39),))
         turn = await run_turn(
-            client, model="claude-sonnet-5-5", max_tokens=200, system="You are Eva.", tools=[],
-            view=view, note=note, max_steps=1, run_tool=_no_tools,
+            client,
+            model="claude-sonnet-5-5",
+            max_tokens=200,
+            system="You are Eva.",
+            tools=[],
+            view=view,
+            note=note,
+            max_steps=1,
+            run_tool=_no_tools,
         )
         assert turn.failure is None and turn.text
         # ...while compaction sends nothing until the 30 s are over, even past RETRY.

@@ -17,7 +17,10 @@ def test_the_out_form_and_the_forms_a_model_writes_instead_are_read() -> None:
         "Max brings balls",
         "Lo is late",
     ]
-    assert parse_lines("Pia booked the court\n\nMax brings balls", 2) == ["Pia booked the court", "Max brings balls"]
+    assert parse_lines("Pia booked the court\n\nMax brings balls", 2) == [
+        "Pia booked the court",
+        "Max brings balls",
+    ]
     # A numbered-looking first word of a plain line is kept when the numbers are not 1..count.
     assert parse_lines("2 people came\n7 left early", 2) == ["2 people came", "7 left early"]
 
