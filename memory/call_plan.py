@@ -11,7 +11,7 @@ pass, kept while it stays valid (the "sticky" context the compactor holds betwee
 - tasks are ordered by where their input starts in the row and put in tiers by how many
   lines they have before them (:func:`context_tier`); the tasks of a tier share one context:
   the last ``context_bytes`` of whole lines before the first of them (or the tier's sticky one,
-  while it still lies inside those lines and not more than ``context_bytes`` behind);
+  while it still lies, whole and in order, inside those lines);
 - tasks nearer the row's start share one small context of their own (under the cache minimum
   anyway);
 - a context group is sent as one lead call, alone, that writes the cache, then the rest at
@@ -71,17 +71,19 @@ def is_run_of(context: Sequence[str], before: Sequence[str]) -> bool:
     return run_end(context, before) is not None
 
 
-def _usable_sticky(sticky: Sequence[str], before: Sequence[str], context_bytes: int) -> bool:
-    ends = run_end(sticky, before)
-    return bool(sticky) and ends is not None and lines_bytes(before[ends:]) <= context_bytes
+def _usable_sticky(sticky: Sequence[str], before: Sequence[str]) -> bool:
+    """The sticky context still lies, whole and in order, in the lines before the task. However
+    far behind the task it ends: another write costs more than a nearer context is worth (the
+    lines right before the input are in the input's own stretch anyway)."""
+    return bool(sticky) and run_end(sticky, before) is not None
 
 
-def context_tier(before_bytes: int, context_bytes: int, min_context_bytes: int) -> int:
-    """0 for tasks with under ``min_context_bytes`` before them; else how many times that they
-    have, up to ``context_bytes`` worth: tasks deep in the row share a full-size context
-    instead of the short one the row's first large task would allow."""
-    top = max(1, context_bytes // max(1, min_context_bytes))
-    return min(before_bytes // max(1, min_context_bytes), top)
+def context_tier(before_bytes: int, min_context_bytes: int, max_tier: int = 1) -> int:
+    """0 for tasks with under ``min_context_bytes`` before them (never cached); else how many
+    times that they have, up to ``max_tier``. Every tier's lead call writes its context, and on
+    #ubuntu (bench.replay, 5,000 messages) three tiers wrote 6x the tokens of one and cost
+    more than their longer reads saved, so the compactor uses one tier (max_tier 1)."""
+    return min(before_bytes // max(1, min_context_bytes), max_tier)
 
 
 def plan_calls(
@@ -93,6 +95,7 @@ def plan_calls(
     sticky: Mapping[int, Sequence[str]] | None = None,
     alone: Collection[Node] = (),
     shared: bool = True,
+    max_tier: int = 1,
 ) -> tuple[list[ContextGroup], dict[int, tuple[str, ...]]]:
     """The plan's tasks as context groups of calls, and the sticky contexts to keep (by tier)."""
     per_call = max(1, per_call)
@@ -104,13 +107,13 @@ def plan_calls(
     keep: dict[int, tuple[str, ...]] = {tier: tuple(lines) for tier, lines in sticky.items()}
     members: dict[int, list[PlannedTask]] = {}
     for task in ordered:
-        tier = context_tier(lines_bytes(task.before), context_bytes, min_context_bytes)
+        tier = context_tier(lines_bytes(task.before), min_context_bytes, max_tier)
         home = next(
             (k for k, g in enumerate(groups) if g.tier == tier and is_run_of(g.context, task.before)), None
         )
         if home is None:
             old = sticky.get(tier, ())
-            if tier and _usable_sticky(old, task.before, context_bytes):
+            if tier and _usable_sticky(old, task.before):
                 context = tuple(old)
             else:
                 context = last_lines(task.before, context_bytes)

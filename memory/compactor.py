@@ -173,8 +173,10 @@ class Compactor:
     async def _run_tasks(
         self, chat_id: int, tasks: Sequence[PlannedTask], version: int, report: PassReport
     ) -> None:
+        # Kept across swaps too: plan_calls reuses a context only while its lines are, whole and
+        # in order, row lines before the tasks' inputs now, so nothing erased can come back.
         known = self._contexts.get(chat_id)
-        sticky = known[1] if known is not None and known[0] == version else {}
+        sticky = known[1] if known is not None else {}
         groups, keep = plan_calls(
             tasks,
             per_call=self.cfg.tasks_per_call,

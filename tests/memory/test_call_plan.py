@@ -56,12 +56,18 @@ def test_a_still_valid_sticky_context_is_kept_and_a_stale_one_replaced() -> None
         tasks, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: ROW[12:27]}
     )
     assert kept[0].context == ROW[12:27] and sticky == {1: ROW[12:27]}
-    # More than context_bytes behind the first input: re-anchored to the lines before it.
-    far = [task(p) for p in (50,)]
-    moved, sticky = plan_calls(
+    # Far behind the first input, it is still lines before it: kept (no second write).
+    far = [task(50)]
+    kept, sticky = plan_calls(
         far, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: ROW[12:27]}
     )
-    assert moved[0].context == ROW[35:50] and sticky == {1: ROW[35:50]}
+    assert kept[0].context == ROW[12:27] and sticky == {1: ROW[12:27]}
+    # Past the first input (it would hold the input's own lines or later ones): replaced.
+    near = [task(20)]
+    moved, sticky = plan_calls(
+        near, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: ROW[12:27]}
+    )
+    assert moved[0].context == ROW[5:20] and sticky == {1: ROW[5:20]}
     # Lines the row no longer has (merged away since): not a run of the lines before.
     gone = (ROW[12], "a line merged away since", ROW[14])
     fresh, _ = plan_calls(tasks, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: gone})
@@ -78,7 +84,7 @@ def test_a_task_that_failed_in_a_group_goes_alone() -> None:
 
 def test_tasks_deep_in_the_row_share_a_full_size_context_of_their_own_tier() -> None:
     tasks = [task(p) for p in (12, 14, 33, 40, 52)]
-    groups, sticky = plan_calls(tasks, per_call=4, context_bytes=3000, min_context_bytes=1000)
+    groups, sticky = plan_calls(tasks, per_call=4, context_bytes=3000, min_context_bytes=1000, max_tier=3)
     by_tier = {g.tier: g for g in groups}
     # Tier 1: 1,000-2,000 bytes before (12, 14); tier 2: 2,000-3,000 (none); tier 3: >= 3,000.
     assert sorted(by_tier) == [1, 3]
