@@ -49,9 +49,9 @@ def headline_table(c: Collected) -> str:
                 f"{_pct(h['compaction_cache_read_share'])} / {_pct(h45['compaction_cache_read_share'])}",
                 _usd(h["usd_per_1k_messages"]),
                 _usd(h["usd_per_1k_messages_haiku_4_5"]),
-                _usd(h["reply_usd_per_turn"]),
-                _pct(h["reply_cache_read_share"]),
-                _usd(h["rolling_summary_usd_per_turn"]),
+                _usd(h["reply_usd_per_turn"]) if "reply_usd_per_turn" in h else "no turns",
+                _pct(h["reply_cache_read_share"]) if "reply_cache_read_share" in h else "-",
+                _usd(h["rolling_summary_usd_per_turn"]) if "rolling_summary_usd_per_turn" in h else "-",
             ]
         )
     headers = [

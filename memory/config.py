@@ -26,18 +26,18 @@ class MemoryConfig:
     jobs: int = 8  # compactor calls in flight at once
     tries: int = 5  # attempts per node to get under node_bytes
     retry_seconds: float = 10.0  # wait before a failed node is tried again (no backoff)
-    # Tasks sent in one compactor call (they share the context, which is paid once). Output
-    # is ~60% of a call's bill once the context is read from the cache, so 8 tasks halve the
-    # calls of 4 at the same output (bench.replay on #ubuntu, docs/benchmarks.md).
-    tasks_per_call: int = 8
+    # Tasks sent in one compactor call (they share the context, which is paid once). The
+    # context is read at 0.1x, so more tasks a call save little and lower the share read from
+    # the cache; 4 keeps calls under 0.04 a message on #ubuntu (bench.replay, 20,000 messages).
+    tasks_per_call: int = 4
     # The compaction context of a pass: at most this many bytes of whole row lines before the
-    # pass's first input, reused by every call of the pass (memory/call_plan.py). 32 KB ~ 8K
-    # tokens: with the system prompt well over Haiku's 4,096-token cache minimum.
-    context_bytes: int = 32 * KB
+    # pass's first input, reused by every call of the pass (memory/call_plan.py). 48 KB ~ 12K
+    # tokens, half a batched row: read at 0.1x, it is most of what a call sends.
+    context_bytes: int = 48 * KB
     timezone: str = "UTC"
-    # Tasks with less than this before their input share one small context of their own; a
-    # prefix under Haiku's 4,096-token minimum (~16 KB with the system prompt) is never cached.
-    min_context_bytes: int = 16 * KB
+    # Tasks with less than this before their input share one small context of their own: with
+    # the ~2.8 KB system prompt, 14 KB is ~4,200 tokens, just over Haiku's 4,096-token minimum.
+    min_context_bytes: int = 14 * KB
     # A line at most this many bytes over NODE_BYTES is cut at a word boundary here instead of
     # a second request (which resends the whole conversation): first tries overshoot by 5-40
     # bytes in 10% of tasks (the Haiku bake-off behind memory/fake_summarizer.py).

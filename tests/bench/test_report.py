@@ -79,6 +79,6 @@ async def test_swap_at_once_swaps_at_least_as_often(postgres_admin_url: str, sha
     scale = ScaleSpec(irc / "rust.jsonl", messages=500, samples=2, ingest=5, erase=10, config=SMALL)
     plan = Plan("test", irc / "rust.jsonl", 400, (), None, scale, replace(SMALL, quiet_seconds=3600), 50)
     collected = await collect(plan, postgres_admin_url, workers=1)
-    quiet, at_once, _ = collected.runs
+    quiet, at_once, *_ = collected.runs  # then the every-turn run and the before run
     assert at_once.replay["forced_swaps"] == 0
     assert at_once.replay["swaps"] > quiet.replay["swaps"]
