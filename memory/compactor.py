@@ -191,9 +191,12 @@ class Compactor:
 
     async def _run_group(self, chat_id: int, group: ContextGroup, version: int, report: PassReport) -> None:
         """The lead call alone (it writes the context to the prompt cache), then the rest at
-        once (they read it)."""
+        once (they read it). A small context is never cached: its calls all go at once."""
         lead, *rest = group.calls
-        await self._call(chat_id, group.context, lead, version, report)
+        if not group.large:
+            rest, lead = group.calls, []
+        if lead:
+            await self._call(chat_id, group.context, lead, version, report)
         await asyncio.gather(*(self._call(chat_id, group.context, call, version, report) for call in rest))
 
     async def _current_version(self, chat_id: int) -> int | None:

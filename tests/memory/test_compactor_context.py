@@ -65,7 +65,12 @@ async def test_work_planned_before_an_erasure_is_never_sent_after_it(sessions: S
     )
     recorder.engine = engine
     chat = await new_chat(engine)
-    for k in range(30):
+    # First a row of short lines, so the long messages after it have lines before them (a
+    # cached context: its lead call goes alone, the rest after it).
+    for k in range(40):
+        await engine.append(chat, message(k, f"short note {k} about the padel court"))
+    await engine.compact(chat, force_swap=True)
+    for k in range(40, 70):
         author = VICTIM if k % 3 == 1 else None
         body = f"{CANARY} " * 80 if author else "tangerine " * 70
         await engine.append(chat, message(k, f"{body}{k}", author))
