@@ -191,9 +191,10 @@ class Compactor:
 
     async def _run_group(self, chat_id: int, group: ContextGroup, version: int, report: PassReport) -> None:
         """The lead call alone (it writes the context to the prompt cache), then the rest at
-        once (they read it). A small context is never cached: its calls all go at once."""
+        once (they read it). Without a context there is nothing to cache (the system prompt
+        alone is ~700 tokens, under every model's minimum): all calls go at once."""
         lead, *rest = group.calls
-        if not group.large:
+        if not group.context:
             rest, lead = group.calls, []
         if lead:
             await self._call(chat_id, group.context, lead, version, report)

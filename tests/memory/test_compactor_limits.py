@@ -57,7 +57,10 @@ async def test_a_rate_limit_pauses_compaction_for_its_retry_after_and_replies_go
 
         first = await engine.compact(chat)
         limited = fake.requests("compact")
-        assert first.failed_calls == 1 and [e.status for e in limited] == [429]
+        # The calls of the pass started together (nothing cached to wait for); none started after
+        # the 429 came back: at most JOBS requests in all, one of them limited.
+        assert first.failed_calls == 1 and [e.status for e in limited].count(429) == 1
+        assert len(limited) <= SMALL.jobs
         assert compactor.paused_until == clock.now() + timedelta(seconds=30)  # retry-after, not RETRY (10 s)
 
         # Paused: a reply turn on the same key goes through...
@@ -78,13 +81,13 @@ async def test_a_rate_limit_pauses_compaction_for_its_retry_after_and_replies_go
         # ...while compaction sends nothing until the 30 s are over, even past RETRY.
         clock.advance(20)
         waiting = await engine.compact(chat)
-        assert waiting.calls == 0 and len(fake.requests("compact")) == 1
+        assert waiting.calls == 0 and len(fake.requests("compact")) == len(limited)
 
         clock.advance(11)
         done = await asyncio.wait_for(engine.compact(chat, until_idle=True), timeout=60)
         await client.close()
         assert done.calls > 0 and done.swaps >= 1
-        assert all(e.status == 200 for e in fake.requests("compact")[1:])
+        assert all(e.status == 200 for e in fake.requests("compact")[len(limited) :])
     async with sessions() as s:
         built = await s.scalar(select(func.count()).select_from(TreeNode).where(TreeNode.by_model))
     assert built is not None and built >= 40  # every message was compressed by the model
