@@ -33,7 +33,16 @@ from tests.fakes.prompt_cache import estimate_tokens
 QUIET_SWAP = "quiet swap"
 SWAP_AT_ONCE = "swap as soon as built"
 EVERY_TURN = "a reply turn at every message"
-CACHE_LIFETIMES = ("5m", "1h")
+BEFORE = "before: a context per call, 4 tasks, overshoots asked again"
+CACHE_LIFETIMES = ("5m", "1h", "auto")  # "auto": bot/cache_policy.py, as the bot sends them
+
+
+def before_config(base: MemoryConfig) -> MemoryConfig:
+    """The compactor as it was before shared contexts, for the report's before/after: each call
+    its own context (the lines before its first task, cut on a 16 KB grid), all calls at once,
+    4 tasks a call, every overshoot sent back to the model. Contexts stay honest (only lines
+    before every task's input), so the comparison is of cost, not of a bug."""
+    return replace(base, tasks_per_call=4, trim_slack=0, shared_context=False)
 
 
 def swap_policies(base: MemoryConfig) -> dict[str, MemoryConfig]:
@@ -67,14 +76,21 @@ def summary_lines(rewrite: int, size: int) -> list[str]:
 class RollingSummary:
     """The baseline, fed the same messages as the replay, on the same clock."""
 
-    def __init__(self, config: MemoryConfig, clock: SimulatedClock, *, summary_bytes: int = 16_000) -> None:
+    def __init__(
+        self,
+        config: MemoryConfig,
+        clock: SimulatedClock,
+        *,
+        summary_bytes: int = 16_000,
+        ttls: tuple[str, ...] = ("5m",),
+    ) -> None:
         self.config, self.clock, self.summary_bytes = config, clock, summary_bytes
         self.tail: deque[tuple[int, str, int]] = deque()  # (index, tail line, bytes)
         self.tail_bytes = 0
         self.summary: list[str] = []
         self.rewrites = 0
         self.meters = [CacheMeter(model, corpus_seconds(clock)) for model in COMPACT_MODELS]
-        self.replies = ReplyMeter(clock, ("5m",))
+        self.replies = ReplyMeter(clock, ttls)  # the same cache policies as Eva's replies
 
     def message(self, index: int, record: ImportedMessage) -> None:
         body = message_text(record.content, record.attachments)
@@ -139,7 +155,8 @@ class RollingSummary:
             "rewrites": self.rewrites,
             "summary_bytes": self.summary_bytes,
             "compaction": {m.model: m.totals for m in self.meters},
-            "replies": self.replies.meters["5m"].totals,
+            "replies": self.replies.meters["5m"].totals if "5m" in self.replies.meters else None,
+            "replies_by_ttl": self.replies.figures(),
             "turns": self.replies.turns,
             "largest_prompt_bytes": self.replies.largest_prompt_bytes,
         }

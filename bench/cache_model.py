@@ -11,6 +11,7 @@ Costs come from :class:`memory.pricing.PriceTable` (list prices, Haiku 5.5's >10
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -20,9 +21,9 @@ from memory.anthropic_summarizer import first_turn, max_tokens_for
 from memory.clock import SimulatedClock
 from memory.fake_summarizer import FakeSummarizer, fake_compress_try, fake_merge_try, node_seed
 from memory.pricing import PriceTable, Usage
-from memory.prompts import COMPACT_SYSTEM, context_block, task_block, too_long_block
+from memory.prompts import COMPACT_SYSTEM, context_block, cut_at_bytes, task_block, too_long_block
 from memory.summarizer import CompactTask, SummaryBatch
-from tests.fakes.prompt_cache import PromptCache, blocks_of_request, estimate_tokens
+from tests.fakes.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
 
 
 def corpus_seconds(clock: SimulatedClock) -> Callable[[], float]:
@@ -65,17 +66,28 @@ class CacheMeter:
         prices: PriceTable | None = None,
         *,
         blocked_context: bool = False,
+        byte_budget: bool = False,
     ) -> None:
         self.model = model
+        self.byte_budget = byte_budget  # what-if: lines asked only as long as their level needs
         self.cache = PromptCache(clock)
         self.prices = prices or PriceTable()
         self.totals = MeterFigures(model)
         # What-if for compactor calls: the <chat> context in 4-line blocks (see context_blocks).
         self.blocked_context = blocked_context
+        price = self.prices.lookup(model)
+        # Haiku 5.5 counts ~30% more tokens for the same text: every count (and so the cache
+        # minimum, the tier threshold and the bill) is scaled, as the API would report them.
+        self.token_factor = price.tokenizer_factor if price is not None else 1.0
         self._cost = Decimal(0)
 
+    def _scaled(self, tokens: int) -> int:
+        return tokens if self.token_factor == 1.0 else math.ceil(tokens * self.token_factor)
+
     def account(self, body: Mapping[str, Any], output_tokens: int) -> Usage:
-        cached = self.cache.process(self.model, blocks_of_request(body))
+        blocks = [Block(b.digest, self._scaled(b.tokens), b.ttl) for b in blocks_of_request(body)]
+        output_tokens = self._scaled(output_tokens)
+        cached = self.cache.process(self.model, blocks)
         usage = Usage(
             input_tokens=cached.input_tokens,
             output_tokens=output_tokens,
@@ -139,6 +151,13 @@ def _first_try(task: CompactTask, overshoot_rate: float, node_bytes: int) -> str
 
 
 CONTEXT_BLOCK_LINES = 4
+BUDGET_STEP = 128
+
+
+def level_budget(level: int, node_bytes: int) -> int:
+    """What-if: the bytes a line of ``level`` is asked for, growing with the stretch it covers:
+    128 for a message, then +128 a level, up to NODE_BYTES (512 from level 3, 8 messages)."""
+    return min(node_bytes, BUDGET_STEP * (level + 1))
 
 
 def context_blocks(context: Sequence[str], tasks: Sequence[CompactTask], node_bytes: int) -> dict[str, Any]:
@@ -169,6 +188,7 @@ def compaction_requests(
     node_bytes: int,
     overshoot_rate: float,
     blocked_context: bool = False,
+    byte_budget: bool = False,
 ) -> list[tuple[dict[str, Any], int]]:
     """The requests :class:`~memory.anthropic_summarizer.AnthropicSummarizer` sends for one
     ``summarize`` call whose answer was ``batch``, each with its output tokens: the first
@@ -178,6 +198,11 @@ def compaction_requests(
     many = len(tasks) > 1
     steps = list(range(1, len(tasks) + 1)) if many else None
     firsts = [_first_try(task, overshoot_rate, node_bytes) for task in tasks]
+    if byte_budget:
+        firsts = [
+            cut_at_bytes(line, level_budget(t.level, node_bytes))
+            for line, t in zip(firsts, tasks, strict=True)
+        ]
     reply = _out_text(firsts, steps)
     opening = context_blocks if blocked_context else first_turn
     messages: list[dict[str, Any]] = [opening(context, tasks, node_bytes)]
@@ -224,6 +249,7 @@ class MeteredSummarizer:
                 node_bytes=self.inner.node_bytes,
                 overshoot_rate=self.inner.overshoot_rate,
                 blocked_context=meter.blocked_context,
+                byte_budget=meter.byte_budget,
             ):
                 meter.account(body, output_tokens)
         return batch

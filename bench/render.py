@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from bench.baselines import EVERY_TURN, QUIET_SWAP, SWAP_AT_ONCE
 from bench.cache_model import MeterFigures
+from bench.render_cost import cost_sections
 from bench.scale import ScaleFigures
 from bench.turns import BLOCKED_WHAT_IF, REPLY_OUTPUT_TOKENS, RunFigures
 
@@ -311,6 +312,8 @@ figures, labelled with their source.
 
 {_table(PER_CORPUS, [_run_row(r) for r in per_corpus])}
 
+{cost_sections(c)}
+
 ## Swap policy, cache lifetime, rolling summary (`{main.corpus}`)
 
 {_comparison(main, at_once)}
@@ -323,14 +326,15 @@ figures, labelled with their source.
 
 - Replay (bench/replay.py): every message goes through the real log and compactor on a fresh
   PostgreSQL database, on simulated time (the message dates), with the fake summarizer above
-  (10% of first tries overshoot 512 bytes and are retried in the same conversation). Row
+  (10% of first tries overshoot 512 bytes by 5-40 bytes and are cut at a word boundary, or, in
+  the "before" runs, retried in the same conversation). Row
   invariants are checked after every swap and batch.
 - Compaction cost (bench/cache_model.py): each compactor call is priced as the requests
   memory/anthropic_summarizer.py would send (system, cache-marked `<chat>` context, task block;
   a retry resends the conversation; "requests" counts retries), tokens = UTF-8 bytes / 4, through
   the prompt-cache simulation of tests/fakes/prompt_cache.py (20-block lookback, minimum 4,096
   tokens for Haiku, 1,024 for Sonnet) on corpus time, at the list prices of memory/pricing.py
-  (Haiku 5.5's >100K tier included; its tokenizer's ~30% more tokens are not modelled).
+  (Haiku 5.5's >100K tier and its tokenizer's ~30% more tokens included).
 - Reply turns (bench/turns.py): at a fixed-seed 1-in-{c.plan.runs()[0].sample_every} sample of messages plus
   every message naming the corpus's most active human author (`{main.person}` in `{main.corpus}`), the
   request is bot/turn.py's `build_request` on the engine's `prompt_view` (tools, system, row in

@@ -30,10 +30,18 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bench.baselines import CACHE_LIFETIMES, EVERY_TURN, QUIET_SWAP, SWAP_AT_ONCE, swap_policies
+from bench.baselines import (
+    BEFORE,
+    CACHE_LIFETIMES,
+    EVERY_TURN,
+    QUIET_SWAP,
+    SWAP_AT_ONCE,
+    before_config,
+    swap_policies,
+)
 from bench.render import render
 from bench.scale import ScaleFigures, ScaleSpec, measure_scale
-from bench.turns import RunFigures, RunSpec, measure_run
+from bench.turns import AUTO, RunFigures, RunSpec, measure_run
 from bot.log_setup import configure_logging
 from memory.config import MemoryConfig
 from memory.database import create_database, drop_database, normalize_url, with_database
@@ -57,9 +65,11 @@ class Plan:
     every_turn_limit: int = 3_000  # the spec measured its 98.6% on 3,000 replayed messages
 
     def runs(self) -> list[RunSpec]:
-        """The main corpus under both swap policies (the quiet one also with 1-hour marks and
-        the rolling-summary baseline, all on the same messages); its start with a reply turn
-        at every message (the spec's setting for its 98.6%); then the other corpora."""
+        """The main corpus under both swap policies (the quiet one also with 1-hour marks, the
+        bot's per-chat lifetimes and the rolling-summary baseline, all on the same messages); its
+        start with a reply turn at every message (the spec's setting for its 98.6%); then the
+        other corpora; then every corpus again with the compactor as it was before shared
+        contexts (bench.baselines.before_config), for the before/after table."""
         policies = swap_policies(self.config)
         main = [
             RunSpec(
@@ -73,7 +83,15 @@ class Plan:
             RunSpec(self.main, SWAP_AT_ONCE, self.main_limit, policies[SWAP_AT_ONCE]),
         ]
         every = RunSpec(self.main, EVERY_TURN, self.every_turn_limit, self.config, sample_every=1)
-        return main + [every] + [RunSpec(c, QUIET_SWAP, self.others_limit, self.config) for c in self.others]
+        others = [
+            RunSpec(c, QUIET_SWAP, self.others_limit, self.config, ttls=("5m", AUTO), rolling=True)
+            for c in self.others
+        ]
+        old = before_config(self.config)
+        # Replies before/after are both measured in the runs above (5-minute marks / "auto").
+        before = [RunSpec(c, BEFORE, self.main_limit, old, turns=False) for c in (self.main,)]
+        before += [RunSpec(c, BEFORE, self.others_limit, old, turns=False) for c in self.others]
+        return [*main, every, *others, *before]
 
 
 def make_plan(quick: bool, data: Path = DATA) -> Plan:

@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bench.cache_model import CacheMeter, MeteredSummarizer, MeterFigures, corpus_seconds, with_ttl
 from bench.replay import replay
+from bot.cache_policy import TurnGaps
 from bot.prompts import system_prompt
 from bot.settings import Settings
 from bot.tools import TOOLS
@@ -44,9 +45,16 @@ from memory.view import PromptView, prompt_view
 REPLY_MODEL = "claude-sonnet-5-5"
 COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")
 BLOCKED_WHAT_IF = "claude-haiku-4-5, context in 4-line blocks (what-if)"
+# What-if (bench/cache_model.py level_budget): each line asked for at most 128 x (level + 1)
+# bytes. Only the output is cut; the tree is the one the fake built at today's sizes, so later
+# inputs and contexts are as large as today's: this understates what a budget would save.
+BUDGET_WHAT_IF = "claude-haiku-4-5, byte budget growing with the level (what-if)"
 REPLY_OUTPUT_TOKENS = 150  # a group-chat answer of a few sentences
 REPLY_MAX_TOKENS = 1024
 SAMPLE_EVERY = 50
+# The bot's policy (bot/cache_policy.py): each mark's lifetime chosen from the chat's recent
+# gaps between turns. "5m" and "1h" put every mark at that lifetime.
+AUTO = "auto"
 SAMPLE_SEED = "eva-bench-1"
 
 
@@ -94,6 +102,7 @@ class ReplyMeter:
         self.system = system_prompt(Settings(_env_file=None))  # type: ignore[call-arg]
         self.tools: list[dict[str, Any]] = TOOLS
         self.meters = {ttl: CacheMeter(model, corpus_seconds(clock), prices) for ttl in ttls}
+        self.gaps = TurnGaps()  # the bot's own per-chat lifetime choice, for the "auto" meter
         self.turns = 0
         self.largest_prompt_bytes = 0
 
@@ -110,7 +119,19 @@ class ReplyMeter:
         self.turns += 1
         self.largest_prompt_bytes = max(self.largest_prompt_bytes, request_bytes(body))
         for ttl, meter in self.meters.items():
-            meter.account(with_ttl(body, ttl), self.output_tokens)
+            if ttl == AUTO:
+                chosen = build_request(
+                    model=self.model,
+                    max_tokens=REPLY_MAX_TOKENS,
+                    system=self.system,
+                    tools=self.tools,
+                    view=view,
+                    note=note,
+                    lifetimes=self.gaps.lifetimes(0, self.clock.now()),
+                )
+                meter.account(chosen, self.output_tokens)
+            else:
+                meter.account(with_ttl(body, ttl), self.output_tokens)
 
     def figures(self) -> dict[str, MeterFigures]:
         return {ttl: meter.totals for ttl, meter in self.meters.items()}
@@ -139,6 +160,8 @@ class RunSpec:
     overshoot_rate: float = MEASURED_OVERSHOOT_RATE
     sample_every: int = SAMPLE_EVERY
     rolling_summary_bytes: int = 16_000
+    turns: bool = True  # reply turns at the sampled messages (bench.replay without --turns: none)
+    fail_rate: float = 0.0
 
 
 @dataclass
@@ -171,9 +194,12 @@ class TurnHooks:
         self.compact_meters[BLOCKED_WHAT_IF] = CacheMeter(
             COMPACT_MODELS[0], corpus_seconds(self.clock), blocked_context=True
         )
+        self.compact_meters[BUDGET_WHAT_IF] = CacheMeter(
+            COMPACT_MODELS[0], corpus_seconds(self.clock), byte_budget=True
+        )
         self.replies = ReplyMeter(self.clock, spec.ttls)
         self.rolling = (
-            RollingSummary(spec.config, self.clock, summary_bytes=spec.rolling_summary_bytes)
+            RollingSummary(spec.config, self.clock, summary_bytes=spec.rolling_summary_bytes, ttls=spec.ttls)
             if spec.rolling
             else None
         )
@@ -189,7 +215,7 @@ class TurnHooks:
     async def message(self, index: int, record: ImportedMessage) -> None:
         if self.rolling is not None:
             self.rolling.message(index, record)
-        if not self.sampler.wants(index, record):
+        if not self.spec.turns or not self.sampler.wants(index, record):
             return
         assert self.sessions is not None
         async with self.sessions() as session:
@@ -214,6 +240,7 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         limit=spec.limit,
         config=spec.config,
         overshoot_rate=spec.overshoot_rate,
+        fail_rate=spec.fail_rate,
         hooks=hooks,
     )
     return RunFigures(
@@ -229,3 +256,38 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         rolling=hooks.rolling.figures() if hooks.rolling is not None else None,
         seconds=round(time.perf_counter() - started, 1),
     )
+
+
+HAIKU_4_5 = "claude-haiku-4-5"
+
+
+def _per_1k(cost: float, messages: int) -> float:
+    return round(cost / max(messages, 1) * 1000, 4)
+
+
+def headline(run: RunFigures, compact_model: str, reply_policy: str = AUTO) -> dict[str, Any]:
+    """The figures bench.replay adds to its JSON (and the report shows): compaction at the
+    configured model and at Haiku 4.5; with reply turns, the reply and rolling-summary cost per
+    turn under the same cache policy."""
+    compact = run.compaction[compact_model]
+    out: dict[str, Any] = {
+        "context_violations": run.replay["context_violations"],
+        "compact_model": compact_model,
+        "compaction_cache_read_share": round(compact.read_share, 4),
+        "usd_per_1k_messages": _per_1k(compact.cost_usd, run.messages),
+        "usd_per_1k_messages_haiku_4_5": _per_1k(run.compaction[HAIKU_4_5].cost_usd, run.messages),
+        "what_if_byte_budget_usd_per_1k_messages_haiku_4_5": _per_1k(
+            run.compaction[BUDGET_WHAT_IF].cost_usd, run.messages
+        ),
+    }
+    if run.turns and reply_policy in run.replies:
+        reply = run.replies[reply_policy]
+        out["reply_policy"] = reply_policy
+        out["reply_turns"] = run.turns
+        out["reply_usd_per_turn"] = round(reply.cost_usd / run.turns, 5)
+        out["reply_cache_read_share"] = round(reply.read_share, 4)
+        if run.rolling is not None:
+            rolling = run.rolling["replies_by_ttl"][reply_policy]
+            out["rolling_summary_usd_per_turn"] = round(rolling.cost_usd / max(run.rolling["turns"], 1), 5)
+            out["rolling_summary_cache_read_share"] = round(rolling.read_share, 4)
+    return out

@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     reply_in_dms: bool = True
     ignore_bots: bool = True
     reply_model: str = "claude-sonnet-5-5"
-    compact_model: str = "claude-haiku-4-5"
+    compact_model: str = "claude-haiku-5-5"
     reply_max_tokens: int = 1024
     tool_steps: int = 6  # model calls per reply turn, tool calls included
     tool_result_bytes: int = 8000  # cap on one tool result sent back to the model

@@ -38,6 +38,7 @@ import structlog
 from anthropic import AsyncAnthropic
 from anthropic.types import Message
 
+from bot.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes
 from bot.limits import STEP_LIMIT_NOTE
 from bot.sentences import end_at_sentence
 from bot.streaming import stream_message
@@ -94,8 +95,10 @@ def _text(text: str) -> Block:
     return {"type": "text", "text": text}
 
 
-def _marked(block: Block) -> Block:
-    return {**block, "cache_control": dict(EPHEMERAL)}
+def _marked(block: Block, ttl: str = "5m") -> Block:
+    # "5m" is the API's default: the mark is sent without a ttl, as before lifetimes were chosen.
+    mark = dict(EPHEMERAL) if ttl == "5m" else {**EPHEMERAL, "ttl": ttl}
+    return {**block, "cache_control": mark}
 
 
 def memory_blocks(row_lines: Sequence[str]) -> tuple[list[Block], int | None]:
@@ -187,22 +190,24 @@ def build_request(
     note: TurnNote,
     steps: Sequence[dict[str, Any]] = (),
     files: Sequence[Block] = (),
+    lifetimes: MarkLifetimes = ALL_FIVE_MINUTES,
 ) -> dict[str, Any]:
     """The Messages API body for one step of a turn (pure). ``steps`` are the tool loop's
     messages so far (assistant, user, assistant, user...), without marks; ``files`` are this
-    turn's file blocks, placed after the note."""
+    turn's file blocks, placed after the note. ``lifetimes``: each mark's ttl
+    (bot/cache_policy.py)."""
     content, marks = first_user_content(view)
-    content = [_marked(block) if i in marks else block for i, block in enumerate(content)]
+    content = [_marked(block, lifetimes.body) if i in marks else block for i, block in enumerate(content)]
     content.append(_text(note_text(note)))
     content += [dict(block) for block in files]
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     messages += [{"role": step["role"], "content": list(step["content"])} for step in steps]
     last = messages[-1]["content"]
-    last[-1] = _marked(last[-1])
+    last[-1] = _marked(last[-1], lifetimes.last)
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
-        "system": [_marked(_text(system))],
+        "system": [_marked(_text(system), lifetimes.system)],
         "tools": [dict(tool) for tool in tools],
         "messages": messages,
     }
@@ -287,6 +292,7 @@ async def run_turn(
     run_tool: ToolRunner,
     files: Sequence[Block] = (),
     progress: TurnProgress | None = None,
+    lifetimes: MarkLifetimes = ALL_FIVE_MINUTES,
 ) -> TurnResult:
     """Call the model, run its tools, repeat, at most ``max_steps`` calls (plus one to continue
     a reply cut by ``max_tokens``). Never raises for a failed call: ``failure`` says why, and
@@ -306,6 +312,7 @@ async def run_turn(
             note=note,
             steps=steps,
             files=files,
+            lifetimes=lifetimes,
         )
         try:
             message = await _call(client, request, progress, before)

@@ -7,7 +7,8 @@ One ``summarize`` call is one conversation (DESIGN.md section 6):
    chat, which share their context, read it back at 0.1x) and the task block (ruler + tasks).
    No tools: our own constant system prompt caches across compactions. (DESIGN section 9 allows
    sharing the reply's tools + system to share one cache; not done, see the report of issue 3.)
-2. Each line over ``node_bytes`` is retried in the same conversation: the reply goes back as the
+2. A line at most ``trim_slack`` bytes over ``node_bytes`` is cut at a word boundary here.
+   Each line further over ``node_bytes`` is retried in the same conversation: the reply goes back as the
    assistant turn, then a user turn shows each over-long line cut at the limit ("| ← LIMIT").
    At most ``tries`` requests in all; the shortest try of each task is kept; a task the first
    reply leaves empty is a failure of that node (``None``), never retried here.
@@ -35,6 +36,7 @@ from memory.prompts import (
     parse_lines,
     task_block,
     too_long_block,
+    trim_overshoot,
 )
 from memory.summarizer import CallUsage, CompactTask, SummarizerError, SummaryBatch
 
@@ -83,6 +85,7 @@ class AnthropicSummarizer:
         node_bytes: int = NODE_BYTES_DEFAULT,
         tries: int = DEFAULT_TRIES,
         timeout: float | None = None,
+        trim_slack: int = 0,
     ) -> None:
         if tries < 1:
             raise ValueError("tries must be at least 1")
@@ -90,6 +93,7 @@ class AnthropicSummarizer:
         self.model = model
         self.node_bytes = node_bytes
         self.tries = tries
+        self.trim_slack = trim_slack  # see memory/prompts.py trim_overshoot; 0: always ask again
 
     async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
         count = len(tasks)
@@ -113,7 +117,9 @@ class AnthropicSummarizer:
                     request=attempt,
                 )
                 if attempt == 1:
-                    raise SummarizerError(exc.reason) from exc
+                    raise SummarizerError(
+                        exc.reason, rate_limited=exc.rate_limited, retry_after=exc.retry_after
+                    ) from exc
                 break  # keep the lines already written (see the module docstring)
             parsed = parse_lines(reply, count)
             over: list[int] = []
@@ -121,6 +127,7 @@ class AnthropicSummarizer:
                 line = parsed[k]
                 if line is None:
                     continue  # first reply: the node fails; a retry: the earlier try stands
+                line = trim_overshoot(line, self.node_bytes, self.trim_slack) or line
                 tries[k] = attempt
                 kept = best[k]
                 if kept is None or _nbytes(line) < _nbytes(kept):

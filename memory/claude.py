@@ -94,9 +94,40 @@ class ClaudeError(Exception):
     """A model call failed. ``reason`` is a few words ("overloaded (529)", "timeout"), safe to log:
     it never holds message text or the API's error message (which may quote the request)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, status: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def rate_limited(self) -> bool:
+        return self.status in RATE_LIMIT_STATUSES
+
+
+# 429 rate_limit_error and 529 overloaded_error: the key or the API is saturated, so another
+# request now only keeps the limit hit (for replies too).
+RATE_LIMIT_STATUSES = (429, 529)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait an API error asks for: ``retry-after-ms``, else ``retry-after`` in seconds (an
+    HTTP date is ignored: the API sends seconds); None when it names none."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if 0 <= seconds < 24 * 3600:  # a day or more is not a wait, it is a broken header
+            return seconds
+    return None
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -139,7 +170,8 @@ async def create_message(client: AsyncAnthropic, **request: Any) -> Message:
     try:
         result = await client.messages.create(**request)
     except Exception as exc:
-        raise ClaudeError(failure_reason(exc)) from exc
+        status = exc.status_code if isinstance(exc, anthropic.APIStatusError) else None
+        raise ClaudeError(failure_reason(exc), status=status, retry_after=retry_after_seconds(exc)) from exc
     return as_message(result)
 
 

@@ -6,7 +6,14 @@ duplicate build into a no-op. Results computed before an erasure or edit are thr
 (the row version moved), so no line built from erased words is ever written.
 
 A failed node is retried after RETRY (10 s), forever, and reported once: the next reply
-reads these lines, so the compactor must catch up fast, not back off for minutes.
+reads these lines, so the compactor must catch up fast, not back off for minutes. A node that
+failed inside a multi-task call is retried alone. A rate limit (429) or overload (529) is
+different: it is the key's, shared with replies, so all compaction pauses for the API's
+``retry-after`` (at least RETRY) and replies, which never wait on this pause, keep the quota.
+
+Calls are planned by memory/call_plan.py: one context per call, only lines before every task's
+input. The row version is read again right before each call, so work planned before an erasure
+is dropped and no erased line or message is sent once the erasure has committed.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import structlog
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.call_plan import ContextGroup, plan_calls
 from memory.clock import Clock
 from memory.config import MemoryConfig
 from memory.ledger import record_usage, usage_of_call
@@ -68,6 +76,21 @@ class Compactor:
         self._retry_at: dict[tuple[int, Node], datetime] = {}
         self._reported: set[tuple[int, Node]] = set()
         self._waiting: set[int] = set()  # chats with nodes waiting out RETRY
+        self._alone: set[tuple[int, Node]] = set()  # failed inside a multi-task call
+        # chat -> (version, sticky contexts by tier): kept between plans of one pass
+        self._contexts: dict[int, tuple[int, dict[int, tuple[str, ...]]]] = {}
+        self.paused_until: datetime | None = None  # rate limited: no call before this
+
+    def paused(self) -> bool:
+        return self.paused_until is not None and self.clock.now() < self.paused_until
+
+    def pause(self, seconds: float, reason: str) -> None:
+        """Stop all compaction calls for ``seconds`` (at least RETRY): the key is rate limited."""
+        wait = max(seconds, self.cfg.retry_seconds)
+        until = self.clock.now() + timedelta(seconds=wait)
+        if self.paused_until is None or until > self.paused_until:
+            self.paused_until = until
+            log.warning("compactor.paused", reason=reason, seconds=round(wait, 1))
 
     @asynccontextmanager
     async def _chat_lock(self, chat_id: int) -> AsyncIterator[bool]:
@@ -126,7 +149,9 @@ class Compactor:
                 total.swaps += report.swaps
                 total.forced_swaps += report.forced_swaps
                 total.batches += report.batches
-                if tasks:
+                if tasks and self.paused():
+                    waiting = True  # rate limited: the free work is done, the calls wait
+                elif tasks:
                     await self._run_tasks(chat_id, tasks, version, total)
                     continue
                 if waiting and until_idle:
@@ -140,22 +165,67 @@ class Compactor:
 
     async def _wait_for_retry(self, chat_id: int) -> None:
         pending = [at for (chat, _), at in self._retry_at.items() if chat == chat_id]
+        if self.paused() and self.paused_until is not None:
+            pending.append(self.paused_until)
         delay = (min(pending) - self.clock.now()).total_seconds() if pending else self.cfg.retry_seconds
         await self.clock.sleep(max(delay, 0.01))
 
     async def _run_tasks(
         self, chat_id: int, tasks: Sequence[PlannedTask], version: int, report: PassReport
     ) -> None:
-        size = max(1, self.cfg.tasks_per_call)
-        groups = [list(tasks[k : k + size]) for k in range(0, len(tasks), size)]
-        await asyncio.gather(*(self._call(chat_id, group, version, report) for group in groups))
+        # Kept across swaps too: plan_calls reuses a context only while its lines are, whole and
+        # in order, row lines before the tasks' inputs now, so nothing erased can come back.
+        known = self._contexts.get(chat_id)
+        sticky = known[1] if known is not None else {}
+        groups, keep = plan_calls(
+            tasks,
+            per_call=self.cfg.tasks_per_call,
+            context_bytes=self.cfg.context_bytes,
+            min_context_bytes=self.cfg.min_context_bytes,
+            sticky=sticky,
+            alone={node for chat, node in self._alone if chat == chat_id},
+            shared=self.cfg.shared_context,
+        )
+        self._contexts[chat_id] = (version, keep)
+        await asyncio.gather(*(self._run_group(chat_id, g, version, report) for g in groups))
 
-    async def _call(self, chat_id: int, group: list[PlannedTask], version: int, report: PassReport) -> None:
+    async def _run_group(self, chat_id: int, group: ContextGroup, version: int, report: PassReport) -> None:
+        """The lead call alone (it writes the context to the prompt cache), then the rest at
+        once (they read it). Without a context there is nothing to cache (the system prompt
+        alone is ~700 tokens, under every model's minimum): all calls go at once."""
+        lead, *rest = group.calls
+        if not group.context:
+            rest, lead = group.calls, []
+        if lead:
+            await self._call(chat_id, group.context, lead, version, report)
+        await asyncio.gather(*(self._call(chat_id, group.context, call, version, report) for call in rest))
+
+    async def _current_version(self, chat_id: int) -> int | None:
+        async with self.sessions() as session:
+            return await session.scalar(select(MemoryRow.version).where(MemoryRow.chat_id == chat_id))
+
+    async def _call(
+        self,
+        chat_id: int,
+        context: tuple[str, ...],
+        group: list[PlannedTask],
+        version: int,
+        report: PassReport,
+    ) -> None:
         async with self._jobs:
+            if self.paused():
+                return  # planned before a rate limit: planned again once the pause is over
+            # Read right before sending: an erasure (or a swap) committed since planning moved
+            # the version, and this call may carry the erased words. Drop it unsent.
+            if await self._current_version(chat_id) != version:
+                report.discarded += len(group)
+                return
             try:
-                batch = await self.summarizer.summarize(group[0].context, [t.task for t in group])
+                batch = await self.summarizer.summarize(context, [t.task for t in group])
             except SummarizerError as exc:
                 report.failed_calls += 1
+                if exc.retry_after is not None or exc.rate_limited:
+                    self.pause(exc.retry_after or 0.0, str(exc))
                 self._failed(chat_id, [t.node for t in group], str(exc))
                 return
         report.calls += 1
@@ -163,9 +233,10 @@ class Compactor:
         done = [
             (t, line, tries) for t, line, tries in zip(group, batch.lines, batch.tries, strict=True) if line
         ]
-        self._failed(
-            chat_id, [t.node for t, line in zip(group, batch.lines, strict=True) if not line], "empty line"
-        )
+        empty = [t.node for t, line in zip(group, batch.lines, strict=True) if not line]
+        self._failed(chat_id, empty, "empty line")
+        if len(group) > 1:
+            self._alone.update((chat_id, node) for node in empty)
         share = max(1, len(done))
         writes = [
             NodeWrite(
@@ -206,11 +277,14 @@ class Compactor:
         for w in writes:
             self._retry_at.pop((chat_id, w.node), None)
             self._reported.discard((chat_id, w.node))
+            self._alone.discard((chat_id, w.node))
             if cache is not None and cache.version == version:
                 cache.add(NodeRecord(w.node, w.text, w.first_at, w.last_at, True))
 
     def _failed(self, chat_id: int, nodes: Sequence[Node], reason: str) -> None:
         retry_at = self.clock.now() + timedelta(seconds=self.cfg.retry_seconds)
+        if self.paused_until is not None and self.paused_until > retry_at:
+            retry_at = self.paused_until
         for node in nodes:
             key = (chat_id, node)
             self._retry_at[key] = retry_at

@@ -26,9 +26,23 @@ class MemoryConfig:
     jobs: int = 8  # compactor calls in flight at once
     tries: int = 5  # attempts per node to get under node_bytes
     retry_seconds: float = 10.0  # wait before a failed node is tried again (no backoff)
-    # Tasks sent in one compactor call (they share the context, which is paid once).
+    # Tasks sent in one compactor call (they share the context, which is paid once). The
+    # context is read at 0.1x, so more tasks a call save little and lower the share read from
+    # the cache; 4 keeps calls under 0.04 a message on #ubuntu (bench.replay, 20,000 messages).
     tasks_per_call: int = 4
-    # Context slice for compactor calls: whole row lines before the node, 16-32 KB, cut on
-    # a 16 KB grid so consecutive calls share the same prefix and read it from the cache.
-    context_grid: int = 16 * KB
+    # The compaction context of a pass: at most this many bytes of whole row lines before the
+    # pass's first input, reused by every call of the pass (memory/call_plan.py). 48 KB ~ 12K
+    # tokens, half a batched row: read at 0.1x, it is most of what a call sends.
+    context_bytes: int = 48 * KB
     timezone: str = "UTC"
+    # Tasks with less than this before their input share one small context of their own: with
+    # the ~2.8 KB system prompt, 14 KB is ~4,200 tokens, just over Haiku's 4,096-token minimum.
+    min_context_bytes: int = 14 * KB
+    # A line at most this many bytes over NODE_BYTES is cut at a word boundary here instead of
+    # a second request (which resends the whole conversation): first tries overshoot by 5-40
+    # bytes in 10% of tasks (the Haiku bake-off behind memory/fake_summarizer.py).
+    trim_slack: int = 48
+    # One context per pass shared by its calls (memory/call_plan.py). False: each call gets its
+    # own, the lines before its first task cut on a 16 KB grid, all calls at once: the layout
+    # before the shared context, kept so the benchmark report can show both in one run.
+    shared_context: bool = True

@@ -37,7 +37,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from memory.prompts import (
     COMPACT_SYSTEM,
@@ -46,6 +46,7 @@ from memory.prompts import (
     cut_at_bytes,
     task_block,
     too_long_block,
+    trim_overshoot,
 )
 from memory.summarizer import CallUsage, CompactTask, SummarizerError, SummaryBatch
 
@@ -62,6 +63,9 @@ WORD_SLACK = 12
 FAKE_MODEL = "fake"
 
 Seed = str | int
+# Given a call's context and tasks, how many tasks got a context that is not a run of the
+# lines before their input (memory/context_check.py reads the truth from the database).
+ContextCheck = Callable[[Sequence[str], Sequence[CompactTask]], Awaitable[int]]
 
 _ID_HEAD = re.compile(r"^\s*\d+\+\d+(\s+[\d.-]+)?\s*\|")
 _RAW_TAIL_HEAD = re.compile(r"^\s*#\d+ \d{4}-\d{2}-\d{2}\b")
@@ -265,6 +269,10 @@ class FakeSummarizer:
       eventually succeeds (unless the rate is 1).
     - ``empty_rate``: chance that a task's reply is empty (its line is ``None``), drawn the same way.
     - ``delay``: seconds to sleep inside each call (to observe calls in flight).
+- ``trim_slack``: a first try at most this many bytes over the limit is cut at a word boundary
+  (memory/prompts.py ``trim_overshoot``) instead of a second try, as the real summarizer does.
+- ``context_check``: on every call, how many tasks got a context that is not a run of the
+  lines before their input (memory/context_check.py); counted in ``context_violations``.
 
     Counters: ``calls`` (summarize invocations), ``failed_calls``, ``requests`` (model requests,
     a retry round counted too), ``tasks``, ``attempts[(level, index)]`` (calls that carried the
@@ -282,6 +290,9 @@ class FakeSummarizer:
         node_bytes: int = NODE_BYTES_DEFAULT,
         delay: float = 0.0,
         full_text_lookup: Callable[[int], str] | None = None,
+        trim_slack: int = 0,
+        context_check: ContextCheck | None = None,
+        context_strict: bool = True,
     ) -> None:
         if tries < 1:
             raise ValueError("tries must be at least 1")
@@ -292,6 +303,12 @@ class FakeSummarizer:
         self.node_bytes = node_bytes
         self.delay = delay
         self.full_text_lookup = full_text_lookup
+        self.trim_slack = trim_slack
+        self.context_check = context_check
+        # Strict (tests): a wrong context raises. Not strict (benchmarks): it is counted, and
+        # bench.replay fails at the end with the count, after the figures are printed.
+        self.context_strict = context_strict
+        self.context_violations = 0
         self.calls = 0
         self.failed_calls = 0
         self.requests = 0
@@ -304,6 +321,12 @@ class FakeSummarizer:
     async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
         self.calls += 1
         check_compactor_input(context, tasks, self.full_text_lookup)
+        if self.context_check is not None:
+            wrong = await self.context_check(context, tasks)
+            if wrong:
+                self.context_violations += wrong
+                if self.context_strict:
+                    raise AssertionError(f"{wrong} task(s) got a context not of lines before their input")
         self.tasks += len(tasks)
         call_numbers: list[int] = []
         for task in tasks:
@@ -344,8 +367,8 @@ class FakeSummarizer:
                 continue
             first = self._try(task, 1)
             first_tries.append(first)
-            kept, used = first, 1
-            if _nbytes(first) > self.node_bytes and self.tries > 1:
+            kept, used = trim_overshoot(first, self.node_bytes, self.trim_slack) or first, 1
+            if _nbytes(kept) > self.node_bytes and self.tries > 1:
                 second = self._try(task, 2)
                 retried.append((step, first, second))
                 used = 2

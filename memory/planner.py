@@ -27,14 +27,18 @@ from memory.render import bare_text, row_line_bytes
 from memory.row import check_tiling, plan_batch
 from memory.summarizer import CompactTask
 from memory.swap import should_arm, swap_reason
-from memory.tree import Node, children, end, free_leaf, free_merge, parent, start, utf8_len
+from memory.tree import Node, children, end, free_leaf, free_merge, parent, start
 
 
 @dataclass(frozen=True, slots=True)
 class PlannedTask:
     node: Node
     task: CompactTask
-    context: tuple[str, ...]
+    # Every built line of the row before the task's input, oldest first, up to the first
+    # unbuilt one (no placeholder reaches the model). The call's context is a run of these:
+    # memory/call_plan.py picks one context per call that holds only lines before every
+    # task's input.
+    before: tuple[str, ...]
     first_at: datetime | None
     last_at: datetime | None
 
@@ -100,20 +104,6 @@ def _json(parts: Sequence[Node]) -> list[list[int]]:
     return [[level, index] for level, index in parts]
 
 
-def context_window(lines: Sequence[str], grid: int) -> tuple[str, ...]:
-    """The last 16-32 KB of context, cut on a fixed 16 KB grid of the row's bytes so that
-    consecutive calls start at the same line and share a cached prefix."""
-    sizes = [utf8_len(line) + 1 for line in lines]
-    total = sum(sizes)
-    cut = max(0, total // grid - 1) * grid
-    offset = 0
-    for k, size in enumerate(sizes):
-        if offset >= cut:
-            return tuple(lines[k:])
-        offset += size
-    return ()
-
-
 async def keep_boundary(session: AsyncSession, chat_id: int, first: int, total: int, keep: int) -> int:
     """The first message of the newest stretch that fits in ``keep`` bytes (at least one
     message stays raw, so the model always sees the newest words whole)."""
@@ -155,15 +145,20 @@ class ChatPlanner:
         self.writes = []
         return built
 
-    def _context(self, row: Sequence[Node], before: int) -> tuple[str, ...]:
+    def _context(self, row: Sequence[Node], node: Node) -> tuple[str, ...]:
+        """The row's lines wholly before ``node``'s first message (by coverage, not by a
+        position: a merge whose children are not row parts yet has no position in the row)."""
+        first = start(node)
         lines = []
-        for part in row[:before]:
+        for part in row:
+            if end(part) > first:
+                break
             record = self.cache.get(part)
             if record is None:
                 break  # stop at the first unbuilt line: no placeholder reaches the model
             if record.text:
                 lines.append(bare_text(record.text))
-        return context_window(lines, self.cfg.context_grid)
+        return tuple(lines)
 
     async def leaves(self, row: list[Node], nodes: list[Node], plan: Plan) -> None:
         """Build the unbuilt leaves ``nodes`` (in order): free ones now, the rest as tasks."""
@@ -174,7 +169,6 @@ class ChatPlanner:
         for chunk_start in range(first, last + 1, 2000):
             for msg in await read_range(self.s, self.chat_id, chunk_start, min(last + 1, chunk_start + 2000)):
                 messages[msg.idx] = msg
-        position = {part: k for k, part in enumerate(row)}
         for node in nodes:
             m = messages.get(node[1])
             if m is None:
@@ -189,15 +183,15 @@ class ChatPlanner:
                 task = CompactTask("compress", 0, node[1], author=m.author_name or "", text=m.text or "")
                 plan.tasks.append(
                     PlannedTask(
-                        node, task, self._context(row, position.get(node, 0)), m.created_at, m.created_at
+                        node, task, self._context(row, node), m.created_at, m.created_at
                     )
                 )
             else:
                 plan.waiting = True
         await self._flush()
 
-    def merge(self, row: list[Node], node: Node, position: int, plan: Plan) -> bool:
-        """Build parent ``node`` of row[position], row[position+1]; True if it was free."""
+    def merge(self, row: list[Node], node: Node, plan: Plan) -> bool:
+        """Build parent ``node`` (of row parts or of nodes under them); True if it was free."""
         left, right = (self.cache.get(child) for child in children(node))
         if left is None or right is None:
             return False
@@ -211,7 +205,7 @@ class ChatPlanner:
         elif len(plan.tasks) < self.window and all(t.node != node for t in plan.tasks):
             task = CompactTask("merge", node[0], node[1], left=left.text, right=right.text)
             plan.tasks.append(
-                PlannedTask(node, task, self._context(row, position), left.first_at, right.last_at)
+                PlannedTask(node, task, self._context(row, node), left.first_at, right.last_at)
             )
         else:
             plan.waiting = True
@@ -261,9 +255,8 @@ class ChatPlanner:
             if unseen:
                 await self.cache.load(self.s, unseen + [k for n in unseen for k in children(n)])
                 continue
-            position = {part: k for k, part in enumerate(row)}
             for needed in result.needed:
-                self.merge(row, needed, position.get(children(needed)[0], len(row)), plan)
+                self.merge(row, needed, plan)
             await self._flush()
             return row, False
 
@@ -292,20 +285,11 @@ class ChatPlanner:
                 frontier = nxt
             before = plan.free_built
             await self.leaves(row, sorted(ready_leaves), plan)
-            position = {part: k for k, part in enumerate(row)}
             for node in ready_merges:
-                self.merge(row, node, _position_before(position, node), plan)
+                self.merge(row, node, plan)
             await self._flush()
             if plan.free_built == before:
                 return False
-
-
-def _position_before(position: dict[Node, int], node: Node) -> int:
-    """Index in the row of the part that contains ``node`` (for its context)."""
-    for part, k in position.items():
-        if start(part) <= start(node) and end(node) <= end(part):
-            return k
-    return 0
 
 
 _NEEDS_PASS = text("""

@@ -25,6 +25,9 @@ class ModelPrice(BaseModel):
     # billed at these prices instead.
     tier_threshold_tokens: int | None = None
     tier: ModelPrice | None = None
+    # Tokens this model counts for a text Haiku 4.5 counts as one token. Only estimates from
+    # bytes use it (benchmarks): the API's usage is already in the model's own tokens.
+    tokenizer_factor: float = 1.0
 
 
 def _p(i: str, o: str, w5: str, w1: str, r: str, **kw: object) -> ModelPrice:
@@ -42,6 +45,7 @@ def default_prices() -> dict[str, ModelPrice]:
             "0.10", "0.50", "0.125", "0.20", "0.01",
             tier_threshold_tokens=100_000,
             tier=_p("0.50", "2.50", "0.625", "1.00", "0.05"),
+            tokenizer_factor=1.3,  # "a new tokenizer, ~30% more tokens than Haiku 4.5"
         ),
         "claude-sonnet-4-5": sonnet_4,
         "claude-sonnet-4-6": sonnet_4,

@@ -157,8 +157,17 @@ def clean_line(raw: str) -> str:
     return line
 
 
+_NUMBERED = re.compile(r"^\s*(?:step\s*)?(\d+)\s*[.):]\s*(.*)$", re.IGNORECASE)
+
+
 def parse_lines(reply: str, count: int) -> list[str | None]:
-    """Split a reply into ``count`` lines; a missing or empty step is ``None`` (a failure)."""
+    """Split a reply into ``count`` lines; a missing or empty step is ``None`` (a failure).
+
+    Besides the asked ``<out n="K">`` form, the forms a model plausibly writes instead are
+    read: lines numbered 1..count in order ("1. ...", "2) ...", "Step 3: ..."), or exactly
+    ``count`` plain lines, one per step. Anything else (one line for four steps) leaves the
+    steps empty: the compactor then sends each alone.
+    """
     if count == 1:
         text = reply
         found = _OUT.findall(reply)
@@ -167,8 +176,37 @@ def parse_lines(reply: str, count: int) -> list[str | None]:
         line = clean_line(text)
         return [line or None]
     out: list[str | None] = [None] * count
-    for number, body in _OUT.findall(reply):
+    found = _OUT.findall(reply)
+    for number, body in found:
         k = int(number) - 1
         if 0 <= k < count and out[k] is None:
             out[k] = clean_line(body) or None
-    return out
+    if found:
+        return out
+    plain = [line for line in reply.splitlines() if line.strip()]
+    if len(plain) != count:
+        return out
+    numbered = [_NUMBERED.match(line) for line in plain]
+    if all(m is not None for m in numbered) and [int(m.group(1)) for m in numbered if m] == list(
+        range(1, count + 1)
+    ):
+        plain = [m.group(2) for m in numbered if m]
+    return [clean_line(line) or None for line in plain]
+
+
+def trim_overshoot(line: str, limit: int, slack: int) -> str | None:
+    """``line`` cut to ``limit`` bytes at a word boundary when it is at most ``slack`` bytes
+    over (a few words: cheaper than a second request that resends the conversation); the line
+    itself when it fits; None when it is further over (ask the model again)."""
+    size = len(line.encode("utf-8"))
+    if size <= limit:
+        return line
+    if size - limit > slack:
+        return None
+    cut = cut_at_bytes(line, limit)
+    if not line[len(cut) : len(cut) + 1].isspace():
+        space = cut.rfind(" ")
+        # Back to the last space unless that drops more than the slack again (one long URL).
+        if space > 0 and len(cut[space:].encode("utf-8")) <= slack:
+            cut = cut[:space]
+    return cut.rstrip().rstrip(" ;,") or None

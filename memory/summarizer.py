@@ -68,7 +68,16 @@ class SummaryBatch:
 
 
 class SummarizerError(Exception):
-    """The whole call failed (network, 5xx, timeout, garbage). The compactor retries later."""
+    """The whole call failed (network, 5xx, timeout, garbage). The compactor retries later.
+
+    ``rate_limited``: the API said 429 or 529, a state of the key (shared with replies), not of
+    this call; ``retry_after``: seconds the API asked us to wait, when it said.
+    """
+
+    def __init__(self, reason: str, *, rate_limited: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.rate_limited = rate_limited
+        self.retry_after = retry_after
 
 
 class Summarizer(Protocol):

@@ -32,6 +32,7 @@ import structlog
 from discord.ext import commands
 
 from bot.attachments import FileLimits, file_blocks, read_files, turn_sources
+from bot.cache_policy import TurnGaps
 from bot.chats import chat_for_channel, is_dm, services_of, visible
 from bot.cooldown import CooldownGate
 from bot.limits import (
@@ -106,6 +107,7 @@ class ReplyCog(commands.Cog):
         # The streamed reply's edit interval runs on these (tests drive them by hand).
         self.live_clock: Callable[[], float] = time.monotonic
         self.live_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        self.turn_gaps = TurnGaps()  # each chat's recent turns choose its cache lifetimes
 
     async def cog_unload(self) -> None:
         workers = [q.worker for q in self.queues.values() if q.worker is not None]
@@ -316,6 +318,7 @@ class ReplyCog(commands.Cog):
             run_tool=tool,
             files=files,
             progress=live,
+            lifetimes=self.turn_gaps.lifetimes(chat_id, note.now),
         )
 
     async def _trigger(self, chat_id: int, message: discord.Message) -> Trigger:

@@ -45,10 +45,16 @@ def tables(markdown: str) -> list[list[list[str]]]:
 async def test_report_renders_every_table_from_measurement(postgres_admin_url: str, shared_data: Path) -> None:
     irc = shared_data / "irc"
     scale = ScaleSpec(irc / "rust.jsonl", messages=3_000, samples=8, ingest=40, erase=100, config=SMALL)
-    plan = Plan("test", irc / "rust.jsonl", 500, (irc / "stripe.jsonl",), 300, scale, SMALL, every_turn_limit=120)
+    config = replace(SMALL, trim_slack=48)  # as the product: overshoots cut here
+    plan = Plan("test", irc / "rust.jsonl", 500, (irc / "stripe.jsonl",), 300, scale, config, every_turn_limit=120)
     collected = await collect(plan, postgres_admin_url, workers=1)
 
-    quiet, at_once, every, other = collected.runs
+    quiet, at_once, every, other, *before = collected.runs
+    assert [b.corpus for b in before] == [quiet.corpus, other.corpus]  # every corpus, before/after
+    assert all(b.replay["context_violations"] == 0 for b in [quiet, at_once, every, other, *before])
+    # The before runs send each overshoot back (a second request); the after runs cut it here.
+    assert before[0].replay["model_calls"] > before[0].replay["summarize_calls"]
+    assert quiet.replay["model_calls"] == quiet.replay["summarize_calls"]
     assert quiet.messages == at_once.messages == 500 and other.messages == 300
     assert every.turns == every.messages == 120  # a turn at every message
     assert quiet.replay["invariant_violations"] == 0 and at_once.replay["invariant_violations"] == 0
@@ -73,7 +79,7 @@ async def test_report_renders_every_table_from_measurement(postgres_admin_url: s
 
     markdown = render(collected, HOST, "python -m bench.report --test")
     found = tables(markdown)
-    assert len(found) == 4  # reference, per corpus, comparison, scale
+    assert len(found) == 6  # reference, per corpus, headline, before/after, comparison, scale
     for table in found:
         assert table, "a table without rows"
         for row in table:
@@ -89,6 +95,6 @@ async def test_swap_at_once_swaps_at_least_as_often(postgres_admin_url: str, sha
     scale = ScaleSpec(irc / "rust.jsonl", messages=500, samples=2, ingest=5, erase=10, config=SMALL)
     plan = Plan("test", irc / "rust.jsonl", 400, (), None, scale, replace(SMALL, quiet_seconds=3600), 50)
     collected = await collect(plan, postgres_admin_url, workers=1)
-    quiet, at_once, _ = collected.runs
+    quiet, at_once, *_ = collected.runs  # then the every-turn run and the before run
     assert at_once.replay["forced_swaps"] == 0
     assert at_once.replay["swaps"] > quiet.replay["swaps"]

@@ -197,3 +197,22 @@ def _format(lines: Sequence[str], steps: Sequence[int], many: bool) -> str:
     if not many:
         return lines[0]
     return "\n".join(f'<out n="{step}">{line}</out>' for step, line in zip(steps, lines, strict=True))
+
+
+class OnePlainLine:
+    """A model that ignores the multi-task format: whatever a compaction call asks, it answers
+    with one plain line (independent of the deterministic compactor above). For a one-task call
+    that is a right answer; for a four-task call it answers none of the steps."""
+
+    LINE = "People talked about their plans for the week and agreed to meet again."
+
+    def __init__(self) -> None:
+        self.steps_asked: list[int] = []
+
+    def reply_text(self, body: Mapping[str, Any]) -> str:
+        for text in _user_texts(body):
+            tasks, _ = parse_tasks(text)
+            if tasks:
+                self.steps_asked.append(len(tasks))
+                break
+        return self.LINE
