@@ -12,6 +12,7 @@ from sqlalchemy import text
 from bot.database_runtime import open_database
 from bot.errors import CliError
 from bot.settings import Settings
+from bot.settings_checks import persona_problem
 from memory import migrate
 from memory.database import make_engine
 
@@ -32,6 +33,9 @@ async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_run(_args: argparse.Namespace, settings: Settings) -> int:
+    persona = persona_problem(settings.persona_file)
+    if persona is not None:  # before the database and Discord: nothing to undo
+        raise CliError(persona)
     async with open_database(settings) as db:
         await migrate.upgrade(db.engine)
         missing = settings.missing_for_run()
