@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = "console"
     log_level: str = "INFO"  # one of LOG_LEVELS, any case
 
+    # --- health (the container's HEALTHCHECK runs `eva health`, which reads this file)
+    health_file: Path | None = None  # unset: no heartbeat; the Docker image sets one under /tmp
+    health_interval: float = 15.0  # seconds between heartbeats; `eva health` allows 4 missed
+
     @field_validator("timezone")
     @classmethod
     def _known_timezone(cls, value: str) -> str:
