@@ -55,3 +55,6 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
             "discord.webhook", "httpx2", "anthropic")  # fmt: skip
     for noisy in held:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Its one INFO line, "logging in using static token", would be the only line besides the
+    # error when Discord cannot be reached; its warnings and errors still show.
+    logging.getLogger("discord.client").setLevel(max(numeric, logging.WARNING))
