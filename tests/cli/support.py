@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+PROCESS_SECONDS = 90.0  # a hung command fails the test instead of the run
 # Everything a setting could come from; a test sets what it needs.
 SETTING_PREFIXES = ("DATABASE_", "DISCORD_", "ANTHROPIC_", "PRICES", "PERSONA_", "LOG_", "HEALTH_", "DATA_DIR")
 
@@ -27,7 +28,7 @@ class Done:
         return [line for line in (self.out + self.err).splitlines() if line.strip()]
 
 
-async def eva(cwd: Path, *args: str | bytes, timeout: float = 90.0, **settings: str) -> Done:
+async def eva(cwd: Path, *args: str | bytes, **settings: str) -> Done:
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith(SETTING_PREFIXES)}
     env.update(PYTHONPATH=str(REPO), DATA_DIR=str(cwd / "data"), **settings)
     started = time.monotonic()
@@ -36,7 +37,7 @@ async def eva(cwd: Path, *args: str | bytes, timeout: float = 90.0, **settings: 
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(PROCESS_SECONDS):
             out, err = await proc.communicate()
     finally:
         if proc.returncode is None:
