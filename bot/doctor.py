@@ -83,7 +83,7 @@ async def discord_finding(settings: Settings) -> Finding:
     try:
         # login() is GET /users/@me (401 -> LoginFailure) then GET /oauth2/applications/@me.
         await client.login(token)
-        app = await client.application_info()
+        app = client.application or await client.application_info()
     except Exception as exc:
         failure = explain(exc, settings)
         if failure is None:
