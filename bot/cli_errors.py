@@ -24,6 +24,7 @@ from bot.settings import Settings
 from memory.errors import UserFacingError
 
 BAD_INPUT, UNREACHABLE = 2, 1
+CHAIN_DEPTH = 8  # causes followed when looking under an unknown exception
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,16 @@ def explain(exc: BaseException, settings: Settings | None) -> Failure | None:
             "Intents in the Developer Portal",
             BAD_INPUT,
         )
-    # discord.py is the only user of aiohttp here, so a connection error of aiohttp is Discord's.
+    # discord.py is the only user of aiohttp here, so a connection error of aiohttp is Discord's:
+    # its REST API, or its gateway when the address is the gateway's.
     if isinstance(exc, aiohttp.ClientConnectionError | discord.GatewayNotFound | discord.ConnectionClosed):
+        gateway = settings.discord_gateway_url if settings else ""
+        if isinstance(exc, aiohttp.ClientConnectorError) and gateway and _is_at(exc, gateway):
+            return Failure(
+                f"cannot reach the Discord gateway at DISCORD_GATEWAY_URL ({_where(gateway)}): "
+                f"{_network_reason(exc)}",
+                UNREACHABLE,
+            )
         return Failure(
             f"cannot reach Discord at DISCORD_API_BASE ({_where(discord_base)}): {_network_reason(exc)}",
             UNREACHABLE,
@@ -104,7 +113,31 @@ def explain(exc: BaseException, settings: Settings | None) -> Failure | None:
             f"cannot reach Anthropic at ANTHROPIC_BASE_URL ({_where(base)}): {_network_reason(exc)}",
             UNREACHABLE,
         )
+    return _unreachable_underneath(exc, settings)
+
+
+def _unreachable_underneath(exc: BaseException, settings: Settings | None) -> Failure | None:
+    """A library that fails while handling a connection failure (discord.py 2.7.1 raises
+    AttributeError when its first gateway connection cannot be made: `self.ws` is None in its
+    retry path) should still read as the service being unreachable, which is what to fix."""
+    seen = {id(exc)}
+    inner = exc.__cause__ or exc.__context__
+    while inner is not None and id(inner) not in seen and len(seen) < CHAIN_DEPTH:
+        seen.add(id(inner))
+        failure = explain(inner, settings)
+        if failure is not None:
+            return failure if failure.exit_code == UNREACHABLE else None
+        inner = inner.__cause__ or inner.__context__
     return None
+
+
+def _is_at(exc: aiohttp.ClientConnectorError, url: str) -> bool:
+    parts = urlsplit(url)
+    default = 443 if parts.scheme in ("wss", "https") else 80
+    try:
+        return (exc.host, exc.port) == (parts.hostname, parts.port or default)
+    except ValueError:  # a malformed port in the setting
+        return False
 
 
 def unexpected_line(exc: BaseException) -> str:

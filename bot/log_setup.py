@@ -19,7 +19,8 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):  # Settings refuses unknown levels; this is for direct callers
         numeric = logging.INFO
-    tracebacks = SafeTracebacks(as_text=fmt != "json")
+    # Console lines are for people: a whole traceback only when they asked for DEBUG.
+    tracebacks = SafeTracebacks(as_text=fmt != "json", full_text=numeric <= logging.DEBUG)
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()
         if fmt == "json"

@@ -69,20 +69,37 @@ def chain_as_text(chain: list[dict[str, Any]]) -> str:
     return "\n\nwhich caused:\n\n".join(blocks)
 
 
-class SafeTracebacks:
-    """structlog processor: replaces `exc_info` with `exception` (a list for JSON, text for the
-    console renderer, which prints an `exception` string under the line)."""
+def chain_in_one_line(chain: list[dict[str, Any]]) -> str:
+    """'ConnectionRefusedError -> aiohttp...ClientConnectorError at aiohttp/connector.py:1345'."""
+    where = ""
+    if chain and chain[-1]["frames"]:
+        last = chain[-1]["frames"][-1]
+        where = f" at {'/'.join(last['file'].split('/')[-2:])}:{last['line']}"
+    return " -> ".join(link["type"] for link in chain) + where
 
-    def __init__(self, as_text: bool) -> None:
+
+class SafeTracebacks:
+    """structlog processor: replaces `exc_info` with `exception`. JSON gets the whole chain (a
+    list, still one line); the console, read by people, gets a traceback only at DEBUG and
+    otherwise the chain of types and where it surfaced, on the event's own line."""
+
+    def __init__(self, as_text: bool, full_text: bool = True) -> None:
         self.as_text = as_text
+        self.full_text = full_text
 
     def __call__(self, _logger: Any, _name: str, event_dict: EventDict) -> EventDict:
         exc = _exc_info(event_dict.pop("exc_info", None))
         # A caller may have put a formatted traceback here already; it could hold messages.
         event_dict.pop("exception", None)
-        if exc is not None:
-            chain = exception_chain(exc)
-            event_dict["exception"] = chain_as_text(chain) if self.as_text else chain
+        if exc is None:
+            return event_dict
+        chain = exception_chain(exc)
+        if not self.as_text:
+            event_dict["exception"] = chain
+        elif self.full_text:
+            event_dict["exception"] = chain_as_text(chain)  # printed under the line
+        else:
+            event_dict["exc"] = chain_in_one_line(chain)
         return event_dict
 
 

@@ -241,3 +241,24 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert 'bash -c "$README_TEST_COMMAND"' in script
     assert script.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in script
     assert os.access(REPO / ".ci" / "run", os.X_OK)
+
+
+def test_compose_rotates_both_services_logs_and_documents_the_persona_mount(tmp_path: Path) -> None:
+    text = (REPO / "docker-compose.yml").read_text()
+    services = re.split(r"^  (?=\w+:\n)", text.split("\nservices:\n", 1)[1].split("\nvolumes:\n", 1)[0], flags=re.M)
+    blocks = {block.split(":", 1)[0]: block for block in services if block.strip()}
+    assert set(blocks) == {"db", "bot"}
+    for name, block in blocks.items():
+        assert re.search(r'logging:\n\s+driver: json-file\n\s+options:\n\s+max-size: "\d+m"\n\s+max-file: "\d+"', block), name
+    assert "# - ./persona.md:/config/persona.md:ro" in blocks["bot"] and "PERSONA_FILE=/config/persona.md" in blocks["bot"]
+    readme = (REPO / "README.md").read_text()
+    assert "./persona.md:/config/persona.md:ro" in readme and "PERSONA_FILE=/config/persona.md" in readme
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        return  # the structure above is checked; the real parse needs docker-compose (.ci/run installs it)
+    shutil.copy(REPO / "docker-compose.yml", tmp_path)
+    shutil.copy(REPO / ".env.example", tmp_path / ".env")
+    done = subprocess.run([binary, "-f", str(tmp_path / "docker-compose.yml"), "config"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("driver: json-file") == 2 and done.stdout.count("max-file: '5'") == 2

@@ -201,3 +201,23 @@ def test_at_debug_a_bug_shows_where_it_happened_but_not_its_message(
         assert link["frames"][-1]["function"] == "cmd_migrate"
     else:
         assert "Traceback (most recent call last):" in err and ", in cmd_migrate" in err
+
+
+def test_a_library_bug_while_handling_an_outage_reads_as_the_outage() -> None:
+    s = settings(discord_gateway_url="ws://127.0.0.1:9/")
+    try:
+        try:
+            raise connector_error(9)
+        except aiohttp.ClientConnectorError:
+            raise AttributeError("'NoneType' object has no attribute 'sequence'")  # noqa: B904  (as discord.py)
+    except AttributeError as bug:
+        failure = explain(bug, s)
+    assert failure is not None and failure.exit_code == 1
+    assert failure.line == "cannot reach the Discord gateway at DISCORD_GATEWAY_URL (127.0.0.1:9): connection refused"
+    try:
+        try:
+            raise CliError("bad input")
+        except CliError:
+            raise AttributeError("'NoneType' object has no attribute 'sequence'") from None
+    except AttributeError as bug:
+        assert explain(bug, s) is None  # only an outage underneath is reported; a bug stays a bug

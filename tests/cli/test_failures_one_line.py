@@ -75,6 +75,14 @@ async def test_run_with_discord_unreachable_is_one_line(tmp_path: Path, database
     assert line == "eva run: cannot reach Discord at DISCORD_API_BASE (127.0.0.1:9): connection refused"
 
 
+async def test_run_with_the_gateway_unreachable_names_the_gateway(tmp_path: Path, database_url: str) -> None:
+    async with FakeDiscord() as discord_fake:  # REST answers; the gateway address does not
+        done = await eva(tmp_path, "run", DATABASE_URL=database_url, DISCORD_API_BASE=discord_fake.api_base,
+                         DISCORD_GATEWAY_URL="ws://127.0.0.1:9/", **TOKENS)  # fmt: skip
+    assert done.code == 1 and done.seconds < 60 and "Traceback" not in done.err
+    assert done.lines[-1] == "eva run: cannot reach the Discord gateway at DISCORD_GATEWAY_URL (127.0.0.1:9): connection refused"
+
+
 async def test_sync_commands_with_discord_unreachable_is_one_line(tmp_path: Path) -> None:
     done = await eva(tmp_path, "sync-commands", DISCORD_API_BASE=UNREACHABLE_DISCORD, **TOKENS)
     line = one_clear_line(done, 1, "DISCORD_API_BASE")

@@ -57,9 +57,31 @@ def test_a_library_exception_is_rendered_without_its_message(log_format: str) ->
         assert event["event"] == "Ignoring exception in on_message"
         assert [link["type"] for link in event["exception"]] == ["KeyError", "ValueError"]
         assert event["exception"][-1]["frames"][-1]["function"] == "fail_deep"
-    else:
-        assert "Traceback (most recent call last):" in text
-        assert ", in fail_deep" in text and "KeyError (message not logged)" in text
+    else:  # for people: one line with the chain at INFO
+        (line,) = text.strip().splitlines()
+        assert "Ignoring exception in on_message" in line and "Traceback" not in line
+        assert line.endswith(f"exc='KeyError -> ValueError at hardening/test_log_tracebacks.py:{fail_deep_raise_line()}'")
+
+
+def fail_deep_raise_line() -> int:
+    import inspect
+
+    source, first = inspect.getsourcelines(fail_deep)
+    return first + next(i for i, line in enumerate(source) if "raise ValueError" in line)
+
+
+def test_console_at_debug_shows_the_whole_traceback_still_without_messages() -> None:
+    with production_logs("INFO") as logs:
+        with mock.patch.object(sys, "stderr", logs.stream):
+            configure_logging("console", "DEBUG")
+        try:
+            fail_deep(canary())
+        except ValueError:
+            logging.getLogger("discord.client").error("Ignoring exception", exc_info=True)
+        text = logs.text()
+    assert "Traceback (most recent call last):" in text and ", in fail_deep" in text
+    assert "KeyError (message not logged)" in text and "ValueError (message not logged)" in text
+    assert not leaked(text, [canary(), "tamarind", "gondola"])
 
 
 def test_the_chain_has_types_and_frames_only() -> None:
