@@ -24,6 +24,7 @@ from bot.settings import Settings
 from memory.errors import UserFacingError
 
 BAD_INPUT, UNREACHABLE = 2, 1
+TOKEN_REJECTED = "Discord rejected DISCORD_TOKEN (reset the token in the Developer Portal)"
 CHAIN_DEPTH = 8  # causes followed when looking under an unknown exception
 
 
@@ -81,8 +82,12 @@ def explain(exc: BaseException, settings: Settings | None) -> Failure | None:
     if isinstance(exc, ServiceUnreachable):
         return Failure(str(exc), UNREACHABLE)
     discord_base = settings.discord_api_base if settings else "DISCORD_API_BASE"
+    if isinstance(exc, discord.ConnectionClosed) and exc.code not in (1000, 1001):
+        if exc.code == 4004:  # the gateway's "Authentication failed"
+            return Failure(TOKEN_REJECTED, BAD_INPUT)
+        return Failure(f"Discord closed the gateway connection (close code {exc.code})", UNREACHABLE)
     if isinstance(exc, discord.LoginFailure):
-        return Failure("Discord rejected DISCORD_TOKEN (reset the token in the Developer Portal)", BAD_INPUT)
+        return Failure(TOKEN_REJECTED, BAD_INPUT)
     if isinstance(exc, discord.PrivilegedIntentsRequired):
         return Failure(
             "Discord refused the Message Content intent: enable it under Bot > Privileged Gateway "

@@ -75,6 +75,13 @@ def connector_error(port: int) -> aiohttp.ClientConnectorError:
     return aiohttp.ClientConnectorError(key, ConnectionRefusedError(111, "Connect call failed"))
 
 
+class ClosedSocket:
+    """What discord.ConnectionClosed reads from the websocket it was given."""
+
+    def __init__(self, code: int) -> None:
+        self.close_code = code
+
+
 def test_each_known_failure_maps_to_its_line_and_code() -> None:
     s = settings(discord_api_base="http://127.0.0.1:9/api/v10", anthropic_base_url="http://127.0.0.1:7")
     cases = [
@@ -83,6 +90,8 @@ def test_each_known_failure_maps_to_its_line_and_code() -> None:
         (discord.LoginFailure("Improper token has been passed."), 2, "DISCORD_TOKEN"),
         (connector_error(9), 1, "DISCORD_API_BASE (127.0.0.1:9): connection refused"),
         (discord.GatewayNotFound(), 1, "DISCORD_API_BASE"),
+        (discord.ConnectionClosed(ClosedSocket(4004), shard_id=None), 2, "DISCORD_TOKEN"),
+        (discord.ConnectionClosed(ClosedSocket(4009), shard_id=None), 1, "close code 4009"),
     ]
     for exc, code, named in cases:
         failure = explain(exc, s)
