@@ -14,6 +14,10 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse prints the usage block before its error; a person needs only the error."""
 
     def error(self, message: str) -> NoReturn:
+        # "argument --guild: --guild takes ..." says the option twice; keep the sentence.
+        prefix, _, rest = message.partition(": ")
+        if prefix.startswith("argument ") and rest.startswith(prefix.removeprefix("argument ")):
+            message = rest
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
@@ -49,5 +53,10 @@ def guild_or_dm(value: str) -> str:
     """A guild id, or 'dm' (also '0') for direct messages; returned as text, checked here."""
     if value.lower() in ("dm", "0"):
         return value
-    snowflake(value)
+    try:
+        snowflake(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            "--guild takes a Discord guild id (a number of up to 19 digits), or 'dm' for direct messages"
+        ) from None
     return value
