@@ -33,15 +33,12 @@ USER eva
 WORKDIR /home/eva
 VOLUME ["/data"]
 
-# Health = "the database this bot depends on is reachable from inside the container".
-# Why this and not more: if the `eva` process dies the container stops (it is PID 1) and
-# `restart: unless-stopped` brings it back, so liveness needs no probe. `eva doctor` would be the
-# thorough check, but it loads settings, builds an engine and queries migrations on every tick,
-# and needs the tokens; a 5 s TCP connect every 60 s costs nothing and catches the failure that
-# actually stalls the bot in compose (database gone, network split). With no DATABASE_URL the
-# embedded server lives in this same container, so there is nothing separate to probe.
-HEALTHCHECK --interval=60s --timeout=10s --start-period=60s --retries=3 \
-    CMD ["python", "-c", "import os, socket, sys, urllib.parse; u = urllib.parse.urlsplit(os.environ.get('DATABASE_URL', '')); sys.exit(0) if not u.hostname else socket.create_connection((u.hostname, u.port or 5432), 5).close()"]
+# Health = "the Discord gateway is connected and the database answered in the last minute":
+# `eva run` writes HEALTH_FILE every HEALTH_INTERVAL (15 s) with both, and `eva health` reads it
+# (bot/health.py). A TCP connect to the database said nothing about the bot itself. /tmp, not
+# /data: the file is this container's state, not something to keep.
+ENV HEALTH_FILE=/tmp/eva-health.json
+HEALTHCHECK --interval=60s --timeout=10s --start-period=60s --retries=3 CMD ["eva", "health"]
 
 # Exec form: `eva` is PID 1 and receives SIGTERM itself (it exits cleanly on it).
 # Any subcommand works too: `docker compose run --rm bot doctor`.

@@ -110,6 +110,7 @@ async def run_bot(settings: Settings, db: Database) -> None:
         assert services.scheduler is not None
         services.scheduler.start()
         runner = asyncio.create_task(bot.start(token), name="discord")
+        heartbeat = _start_heartbeat(settings, bot, db)
         stopper = asyncio.create_task(stop.wait(), name="stop-signal")
         try:
             await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -119,10 +120,23 @@ async def run_bot(settings: Settings, db: Database) -> None:
                 log.info("bot.stopping")
         finally:
             stopper.cancel()
+            if heartbeat is not None:
+                heartbeat.cancel()
             await bot.close()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(runner, RUNNER_EXIT_SECONDS)
     log.info("bot.stopped")
+
+
+def _start_heartbeat(settings: Settings, bot: Any, db: Database) -> asyncio.Task[None] | None:
+    """The heartbeat file `eva health` reads (bot/health.py), when HEALTH_FILE is set."""
+    if settings.health_file is None:
+        return None
+    from bot.health import beat_forever
+
+    return asyncio.create_task(
+        beat_forever(bot, db.sessions, settings.health_file, settings.health_interval), name="heartbeat"
+    )
 
 
 def _raise_start_error(runner: asyncio.Task[None]) -> None:

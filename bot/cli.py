@@ -1,5 +1,6 @@
-"""The `eva` command. Each subcommand is a small async function; errors a person can fix
-become one line on stderr and exit code 2 (1 for `doctor` findings)."""
+"""The `eva` command. Each subcommand is a small async function; whatever ends one is turned
+into one line on stderr and an exit code in `main`, the single error boundary (the mapping is
+bot/cli_errors.py): 2 for bad input, 1 for a service that did not answer (or a bug)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+import structlog
 
-from bot.errors import CliError
+from bot.cli_args import OneLineParser
+from bot.cli_errors import explain, unexpected_line
 from bot.log_setup import configure_logging
 from bot.settings import Settings
-from memory.errors import UserFacingError
 
 Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
 
@@ -27,19 +28,13 @@ def _raise_system_exit(signum: int, _frame: Any) -> None:
 
 
 def load_settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']).upper()}: {err['msg']}" for err in exc.errors()
-        )
-        raise CliError(f"bad settings: {problems}") from None
+    return Settings()
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     from bot import cli_admin, cli_discord, cli_erasure, cli_memory
 
-    parser = argparse.ArgumentParser(prog="eva", description="Eva, a Discord companion that remembers.")
+    parser = OneLineParser(prog="eva", description="Eva, a Discord companion that remembers.")
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     handlers: dict[str, Handler] = {}
     for module in (cli_admin, cli_memory, cli_erasure, cli_discord):
@@ -51,15 +46,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_system_exit)
     parser, handlers = build_parser()
     args = parser.parse_args(argv)
+    settings: Settings | None = None
     try:
         settings = load_settings()
         configure_logging(settings.log_format, settings.log_level)
         return asyncio.run(handlers[args.command](args, settings))
-    except UserFacingError as exc:
-        print(f"eva {args.command}: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        failure = explain(exc, settings)
+        if settings is not None:
+            # Shown only at LOG_LEVEL=DEBUG; rendered without the exception's message or locals.
+            structlog.get_logger("bot.cli").debug("cli.failed", command=args.command, exc_info=exc)
+        line, code = (failure.line, failure.exit_code) if failure else (unexpected_line(exc), 1)
+        print(f"eva {args.command}: {line}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

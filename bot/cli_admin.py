@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
+import time
 from typing import Any
-
-from sqlalchemy import text
 
 from bot.database_runtime import open_database
 from bot.errors import CliError
 from bot.settings import Settings
+from bot.settings_checks import persona_problem
 from memory import migrate
-from memory.database import make_engine
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:
     subs.add_parser("run", help="migrate the database, then run the bot")
     subs.add_parser("migrate", help="apply database migrations")
-    subs.add_parser("doctor", help="check settings, database and migrations")
+    subs.add_parser("doctor", help="check settings, Discord, Anthropic, the database and its migrations")
     subs.add_parser("worker", help="run only the background compactor (no Discord connection)")
-    handlers.update(run=cmd_run, migrate=cmd_migrate, doctor=cmd_doctor, worker=cmd_worker)
+    subs.add_parser("health", help="health check: gateway connected, database answering")
+    handlers.update(run=cmd_run, migrate=cmd_migrate, doctor=cmd_doctor, worker=cmd_worker, health=cmd_health)
 
 
 async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
@@ -32,6 +31,9 @@ async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_run(_args: argparse.Namespace, settings: Settings) -> int:
+    persona = persona_problem(settings.persona_file)
+    if persona is not None:  # before the database and Discord: nothing to undo
+        raise CliError(persona)
     async with open_database(settings) as db:
         await migrate.upgrade(db.engine)
         missing = settings.missing_for_run()
@@ -58,28 +60,6 @@ async def cmd_worker(_args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _database_problems(settings: Settings) -> list[str]:
-    """Reachability and migration state, one sentence per problem."""
-    url = settings.database_url.get_secret_value() if settings.database_url else ""
-    if not url:
-        try:
-            async with open_database(settings) as db:
-                return await _migration_problems(db.engine)
-        except Exception as exc:  # the embedded server failed to start: say why, in one line
-            return [f"embedded database did not start: {type(exc).__name__}: {str(exc)[:200]}"]
-    engine = make_engine(url)
-    try:
-        async with asyncio.timeout(10):
-            async with engine.connect() as conn:
-                await conn.execute(text("SELECT 1"))
-        return await _migration_problems(engine)
-    except (TimeoutError, OSError, Exception) as exc:
-        reason = type(exc).__name__
-        return [f"database unreachable at DATABASE_URL ({reason})"]
-    finally:
-        await engine.dispose()
-
-
 async def _migration_problems(engine: Any) -> list[str]:
     current, head = await migrate.current_revision(engine), migrate.head_revision()
     if current != head:
@@ -88,14 +68,23 @@ async def _migration_problems(engine: Any) -> list[str]:
 
 
 async def cmd_doctor(_args: argparse.Namespace, settings: Settings) -> int:
-    problems = [f"{name} is not set" for name in settings.missing_for_run()]
-    problems += settings.problems()
-    if settings.persona_file is not None and not settings.persona_file.is_file():
-        problems.append(f"PERSONA_FILE {settings.persona_file} is not a readable file")
-    problems += await _database_problems(settings)
-    for problem in problems:
-        print(problem)
-    if not problems:
-        print("ok")
+    from bot.doctor import run_checks
+
+    findings = await run_checks(settings)
+    for finding in findings:
+        print(finding.line())
     sys.stdout.flush()
-    return 1 if problems else 0
+    return 0 if all(finding.ok for finding in findings) else 1
+
+
+async def cmd_health(_args: argparse.Namespace, settings: Settings) -> int:
+    """Silent and 0 when healthy; one line and 1 otherwise (Docker shows it in `docker inspect`)."""
+    from bot import health
+
+    if settings.health_file is None:
+        raise CliError("HEALTH_FILE is not set: `eva run` writes no heartbeat to check")
+    problem = health.verdict(health.read(settings.health_file), time.time())
+    if problem is not None:
+        print(problem)
+        return 1
+    return 0

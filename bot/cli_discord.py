@@ -16,6 +16,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.cli_args import snowflake
 from bot.errors import CliError
 from bot.settings import Settings
 from bot.tree import EvaCommandTree
@@ -29,13 +30,14 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
         "sync-commands", help="register the slash commands with Discord (globally, or in one server)"
     )
     parser.add_argument(
-        "--guild", type=int, metavar="ID", help="register in this server only (appear at once)"
+        "--guild", type=snowflake, metavar="ID", help="register in this server only (appear at once)"
     )
     handlers["sync-commands"] = cmd_sync_commands
 
 
 def command_bot() -> commands.Bot:
     """A bot with the command tree only: enough to sync, never connected to the gateway."""
+    discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # text only: noise
     return commands.Bot(
         command_prefix=commands.when_mentioned,
         intents=discord.Intents(guilds=True),  # never connects; this only quiets a state warning

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bot.cli_args import chat_name, guild_or_dm, snowflake
 from bot.cli_memory import _engine
 from bot.errors import CliError
 from bot.settings import Settings
@@ -23,10 +24,12 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
         "forget",
         help="erase everything one person wrote: in one guild ('dm' for their DMs), or in every chat",
     )
-    p.add_argument("--guild", help="a guild id, or 'dm'; leave out to erase them from every chat")
-    p.add_argument("--user", required=True, type=int)
+    p.add_argument(
+        "--guild", type=guild_or_dm, help="a guild id, or 'dm'; leave out to erase them from every chat"
+    )
+    p.add_argument("--user", required=True, type=snowflake)
     p = subs.add_parser("wipe", help="erase one chat's whole memory (every message and line)")
-    p.add_argument("--chat", required=True)
+    p.add_argument("--chat", required=True, type=chat_name)
     handlers.update(forget=cmd_forget, wipe=cmd_wipe)
 
 

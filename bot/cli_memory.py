@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import update
 
+from bot.cli_args import chat_name, text
 from bot.cli_costs import chat_costs, format_costs
 from bot.database_runtime import Database, open_database
 from bot.errors import CliError
@@ -42,29 +43,29 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
         "import", help="import a chat log (JSONL or DiscordChatExporter JSON) into an empty chat"
     )
     p.add_argument("file", type=Path)
-    p.add_argument("--chat", required=True, help="name of the chat to create")
+    p.add_argument("--chat", required=True, type=chat_name, help="name of the chat to create")
     p.add_argument(
         "--author-ids",
         type=Path,
         help="JSONL only: a JSON file mapping author names to Discord user ids (for `eva forget --user`)",
     )
     p = subs.add_parser("compact", help="build the memory lines now and swap them in")
-    p.add_argument("--chat", required=True)
+    p.add_argument("--chat", required=True, type=chat_name)
     p.add_argument("--until-idle", action="store_true", help="keep going until nothing is left to build")
     p.add_argument("--fake-model", action="store_true", help="use the deterministic fake summarizer (no API)")
     p = subs.add_parser("view", help="print the memory block and raw tail exactly as the model sees them")
-    p.add_argument("--chat", required=True)
+    p.add_argument("--chat", required=True, type=chat_name)
     p = subs.add_parser("zoom", help="open a memory line (ID+N) into its two halves, or a message (ID+1)")
-    p.add_argument("--chat", required=True)
-    p.add_argument("address")
+    p.add_argument("--chat", required=True, type=chat_name)
+    p.add_argument("address", type=text)
     p.add_argument("--page", type=int, default=1)
     p = subs.add_parser("recall", help="search a chat's messages")
-    p.add_argument("--chat", required=True)
-    p.add_argument("words", nargs="+")
-    p.add_argument("--author")
+    p.add_argument("--chat", required=True, type=chat_name)
+    p.add_argument("words", nargs="+", type=text)
+    p.add_argument("--author", type=text)
     p.add_argument("--limit", type=int, default=5)
     p = subs.add_parser("stats", help="messages, memory and model usage of one chat, or the list of chats")
-    p.add_argument("--chat")
+    p.add_argument("--chat", type=chat_name)
     handlers.update(
         {
             "import": cmd_import,

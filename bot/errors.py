@@ -7,3 +7,8 @@ from memory.errors import UserFacingError
 
 class CliError(UserFacingError):
     """A problem the user can fix; the CLI prints it as one line and exits with code 2."""
+
+
+class ServiceUnreachable(Exception):
+    """A service the command needs (the database, Discord, Anthropic) did not answer; the CLI
+    prints it as one line and exits with code 1. The message names the setting that points there."""

@@ -12,11 +12,15 @@ from typing import Literal
 
 import structlog
 
+from bot.log_tracebacks import SafeTracebacks, first_line_of_asyncio
+
 
 def configure_logging(fmt: Literal["json", "console"] = "console", level: str = "INFO") -> None:
     numeric = logging.getLevelName(level.upper())
-    if not isinstance(numeric, int):
+    if not isinstance(numeric, int):  # Settings refuses unknown levels; this is for direct callers
         numeric = logging.INFO
+    # Console lines are for people: a whole traceback only when they asked for DEBUG.
+    tracebacks = SafeTracebacks(as_text=fmt != "json", full_text=numeric <= logging.DEBUG)
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()
         if fmt == "json"
@@ -28,7 +32,7 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        processors=[*shared, tracebacks, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
@@ -39,8 +43,8 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer,
-        ], foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name])
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta, tracebacks, renderer,
+        ], foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name, first_line_of_asyncio])
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -52,3 +56,6 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
             "discord.webhook", "httpx2", "anthropic")  # fmt: skip
     for noisy in held:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Its one INFO line, "logging in using static token", would be the only line besides the
+    # error when Discord cannot be reached; its warnings and errors still show.
+    logging.getLogger("discord.client").setLevel(max(numeric, logging.WARNING))

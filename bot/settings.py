@@ -18,6 +18,7 @@ from memory.pricing import ModelPrice, PriceTable, default_prices
 DISCORD_API_BASE = "https://discord.com/api/v10"
 DISCORD_GATEWAY_URL = "wss://gateway.discord.gg/"
 IMAGE_BYTES_CAP = 3_932_160  # base64 of this many bytes is 5,242,880: the API's image cap
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 class Settings(BaseSettings):
@@ -69,7 +70,11 @@ class Settings(BaseSettings):
 
     # --- logging
     log_format: Literal["json", "console"] = "console"
-    log_level: str = "INFO"
+    log_level: str = "INFO"  # one of LOG_LEVELS, any case
+
+    # --- health (the container's HEALTHCHECK runs `eva health`, which reads this file)
+    health_file: Path | None = None  # unset: no heartbeat; the Docker image sets one under /tmp
+    health_interval: float = 15.0  # seconds between heartbeats; `eva health` allows 4 missed
 
     # --- reconciliation with Discord (bot/reconcile.py)
     reconcile_recent: float = 86_400.0  # after a reconnect: the day before the outage, and since
@@ -91,6 +96,25 @@ class Settings(BaseSettings):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_log_level(cls, value: str) -> str:
+        # A typo such as LOG_LEVEL=verbose used to become INFO silently: a person who asked for
+        # more detail would never know they did not get it.
+        if value.upper() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return value.upper()
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        from bot.settings_checks import database_url_problem
+
+        problem = database_url_problem(value.get_secret_value() if value is not None else "")
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     def memory_config(self) -> MemoryConfig:

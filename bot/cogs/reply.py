@@ -217,7 +217,8 @@ class ReplyCog(commands.Cog):
                 try:
                     await self.answer(batch)
                 except Exception as exc:  # never seen; the next turn must still run
-                    log.error("reply.turn_crashed", channel_id=batch[-1].channel.id, error=type(exc).__name__)
+                    where = batch[-1].channel.id
+                    log.error("reply.turn_crashed", channel_id=where, error=type(exc).__name__, exc_info=exc)
         finally:
             queue.worker = None
 
@@ -255,7 +256,8 @@ class ReplyCog(commands.Cog):
                     cut=result.cut,
                 )
         except Exception as exc:
-            log.error("reply.failed", chat_id=chat_id, **ids, error=type(exc).__name__)
+            # The traceback is rendered without the message (bot/log_tracebacks.py).
+            log.error("reply.failed", chat_id=chat_id, **ids, error=type(exc).__name__, exc_info=exc)
             text = SOMETHING_BROKE_NOTE
         finally:
             if result is not None and result.usages:

@@ -40,6 +40,7 @@ from tests.fakes.anthropic_behaviours import (
 )
 from tests.fakes.anthropic_compactor import Compactor, is_compaction_request
 from tests.fakes.anthropic_messages import build_message, output_tokens, write_sse
+from tests.fakes.anthropic_models import BadListQuery, ModelCatalogue, ModelNotFound
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
 from tests.fakes.prompt_cache import Clock, OffsetClock, PromptCache, blocks_of_request, count_request_tokens
 
@@ -100,6 +101,7 @@ class FakeAnthropic:
         self.api_keys = api_keys
         self.stream_chunk_chars: int | None = None  # characters per streamed text delta
         self.log: list[LogEntry] = []
+        self.models = ModelCatalogue()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
@@ -135,6 +137,8 @@ class FakeAnthropic:
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         app.router.add_post("/v1/messages", self._handle_messages)
         app.router.add_post("/v1/messages/count_tokens", self._handle_count_tokens)
+        app.router.add_get("/v1/models", self._handle_list_models)
+        app.router.add_get("/v1/models/{model_id}", self._handle_get_model)
         self._control_routes(app)
         app.router.add_route("*", "/{tail:.*}", self._handle_not_found)
         return app
@@ -198,6 +202,34 @@ class FakeAnthropic:
         return web.json_response(
             {"input_tokens": count_request_tokens(body)}, headers={"request-id": entry.request_id}
         )
+
+    async def _handle_get_model(self, request: web.Request) -> web.Response:
+        entry = self._begin(request)
+        try:
+            self._check_auth(request)
+            info = self.models.find(request.match_info["model_id"]).info()
+        except InvalidRequest as exc:
+            entry.status = exc.status
+            return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
+        except ModelNotFound as exc:
+            entry.status = 404
+            return _error_response(404, "not_found_error", str(exc), entry.request_id)
+        entry.status = 200
+        return web.json_response(info, headers={"request-id": entry.request_id})
+
+    async def _handle_list_models(self, request: web.Request) -> web.Response:
+        entry = self._begin(request)
+        try:
+            self._check_auth(request)
+            page = self.models.page(dict(request.query), request.query.getall("lifecycle[]", []))
+        except InvalidRequest as exc:
+            entry.status = exc.status
+            return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
+        except BadListQuery as exc:
+            entry.status = 400
+            return _error_response(400, "invalid_request_error", str(exc), entry.request_id)
+        entry.status = 200
+        return web.json_response(page, headers={"request-id": entry.request_id})
 
     async def _handle_messages(self, request: web.Request) -> web.StreamResponse:
         entry = self._begin(request)

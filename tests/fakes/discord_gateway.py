@@ -29,6 +29,7 @@ OP_REQUEST_MEMBERS, OP_INVALID_SESSION, OP_HELLO, OP_HEARTBEAT_ACK = 8, 9, 10, 1
 DEFAULT_HEARTBEAT_MS = 41250
 REPLAY_BUFFER = 10_000  # dispatches kept per session for RESUME
 CLOSE_AUTHENTICATION_FAILED = 4004
+CLOSE_DISALLOWED_INTENTS = 4014  # a privileged intent the application has not enabled
 # A close code discord.py treats as resumable (anything but 1000/4004/4010-4014 from its side).
 CLOSE_RESUMABLE = 4000
 
@@ -237,6 +238,10 @@ class FakeGateway:
         if op in (OP_IDENTIFY, OP_RESUME) and self.token is not None and data.get("token") != self.token:
             await ws.close(code=CLOSE_AUTHENTICATION_FAILED, message=b"Authentication failed.")
             return session
+        wants_content = op == OP_IDENTIFY and int(data.get("intents", 0)) & INTENT_MESSAGE_CONTENT
+        if wants_content and not self.world.message_content_enabled:
+            await ws.close(code=CLOSE_DISALLOWED_INTENTS, message=b"Disallowed intent(s).")
+            return session
         if op == OP_IDENTIFY:
             return self._identify(data, outbox)
         if op == OP_RESUME:
@@ -267,7 +272,7 @@ class FakeGateway:
             "guilds": [{"id": str(g.id), "unavailable": True} for g in guilds],
             "session_id": session.session_id,
             "resume_gateway_url": self.url,
-            "application": {"id": str(world.application_id), "flags": 0},
+            "application": {"id": str(world.application_id), "flags": world.application_flags()},
             "private_channels": [],
             "relationships": [],
         }

@@ -175,7 +175,8 @@ class RestApi:
                 "owner": world.users[world.app_owner_id].payload(),
                 "team": None,
                 "verify_key": "0" * 64,
-                "flags": 0,
+                "flags": world.application_flags(),
+                "approximate_guild_count": len(world.guilds),
                 "interactions_endpoint_url": None,
             }
         )

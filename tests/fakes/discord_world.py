@@ -81,6 +81,10 @@ class DefaultIds:
         return {name: str(value) for name, value in self.__dict__.items()}
 
 
+APP_FLAG_MESSAGE_CONTENT = 1 << 18  # GATEWAY_MESSAGE_CONTENT (verified apps)
+APP_FLAG_MESSAGE_CONTENT_LIMITED = 1 << 19  # GATEWAY_MESSAGE_CONTENT_LIMITED
+
+
 @dataclass
 class FakeWorld:
     bot_name: str = "Eva"
@@ -95,6 +99,9 @@ class FakeWorld:
     dispatcher: Dispatcher = field(default=lambda event, data, guild_id: None)
     # Guilds in a Discord outage: READY lists them as unavailable and sends no GUILD_CREATE.
     outages: set[int] = field(default_factory=set)
+    # The Developer Portal's Message Content switch (Bot > Privileged Gateway Intents). Off: the
+    # application's flags lack the bit, and an IDENTIFY asking for the intent is closed with 4014.
+    message_content_enabled: bool = True
 
     def __post_init__(self) -> None:
         self.bot = self.add_user(self.bot_name, bot=True)
@@ -124,6 +131,11 @@ class FakeWorld:
             random=random.id,
             thread=thread.id,
         )
+
+    def application_flags(self) -> int:
+        """GATEWAY_MESSAGE_CONTENT_LIMITED (1 << 19) when the switch is on: what Discord reports for
+        an unverified app (under 100 servers) that enabled the intent; a verified one has 1 << 18."""
+        return APP_FLAG_MESSAGE_CONTENT_LIMITED if self.message_content_enabled else 0
 
     # ----- lookups ------------------------------------------------------------------------------
 

@@ -1,0 +1,58 @@
+"""Checks of single setting values that need more than a type (used by bot.settings).
+
+Each returns one sentence naming what is wrong, or None; the value itself never appears in
+the sentence, since a DATABASE_URL carries a password.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from memory.database import normalize_url
+
+POSTGRES_DRIVERS = ("postgresql", "postgresql+asyncpg")
+DATABASE_URL_SHAPE = "postgresql://user:password@host:5432/database"
+
+
+def database_url_problem(url: str) -> str | None:
+    """None for an empty value (the embedded server is used) or a PostgreSQL URL naming a host
+    or a socket folder, and a database."""
+    if not url:
+        return None
+    try:
+        parsed = make_url(normalize_url(url))
+    except (ArgumentError, ValueError):
+        return f"not a URL; expected {DATABASE_URL_SHAPE}"
+    if parsed.drivername not in POSTGRES_DRIVERS:
+        return f"not a PostgreSQL URL (scheme {parsed.drivername!r}); expected {DATABASE_URL_SHAPE}"
+    if not parsed.database:
+        return f"names no database; expected {DATABASE_URL_SHAPE}"
+    if not parsed.host and "host" not in parsed.query:
+        return f"names no host; expected {DATABASE_URL_SHAPE}"
+    return None
+
+
+def persona_problem(persona_file: Path | None) -> str | None:
+    """None when the persona file the bot will read (PERSONA_FILE, or the built-in one) reads
+    as UTF-8 text; else why not. Checked before connecting: the reply cog reads it only once
+    logged in, so a typo would otherwise surface after Discord login."""
+    if persona_file is None:
+        return None
+    try:
+        text = persona_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return f"PERSONA_FILE {persona_file} does not exist (mount it into the container, or unset it)"
+    except IsADirectoryError:
+        return f"PERSONA_FILE {persona_file} is a folder, not a text file"
+    except PermissionError:
+        return f"PERSONA_FILE {persona_file} is not readable by this user"
+    except UnicodeDecodeError:
+        return f"PERSONA_FILE {persona_file} is not UTF-8 text"
+    except OSError as exc:
+        return f"PERSONA_FILE {persona_file} cannot be read ({type(exc).__name__})"
+    if not text.strip():
+        return f"PERSONA_FILE {persona_file} is empty"
+    return None
