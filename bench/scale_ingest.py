@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import SecretStr
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from memory.models import Chat
@@ -42,6 +42,13 @@ async def ingest_through_bot(
     settings = Settings(_env_file=None, discord_token=secret, anthropic_api_key=secret)  # type: ignore[call-arg]
     services = build_services(settings, Database(engine=engine, sessions=sessions, embedded=None))
     bot = EvaBot(services, extensions=("bot.cogs.ingest",))
+    # SimCord's READY lists no guilds, and a guild missing from READY is forgotten like one that
+    # removed the bot while it was away: the benchmark's chats stand outside any guild while the
+    # bot runs, and get their guild back afterwards (the erasure figure erases by guild).
+    async with sessions() as s, s.begin():
+        rows = await s.execute(select(Chat.id, Chat.guild_id).where(Chat.guild_id.is_not(None)))
+        guilds: dict[int, int | None] = {int(chat): guild_id for chat, guild_id in rows}
+        await s.execute(update(Chat).where(Chat.id.in_(guilds)).values(guild_id=None))
     try:
         async with simcord.run(bot) as env:
             ingest = services.extras["ingest"]
@@ -83,4 +90,7 @@ async def ingest_through_bot(
             memory.append, memory.append_replies = one, several  # type: ignore[method-assign]
     finally:
         await services.claude.close()
+        async with sessions() as s, s.begin():
+            for chat, guild_id in guilds.items():
+                await s.execute(update(Chat).where(Chat.id == chat).values(guild_id=guild_id))
     return round(len(messages) / elapsed, 1), round(len(messages) / max(batches, 1), 1)

@@ -110,7 +110,7 @@ async def test_an_image_goes_to_the_model_once_and_the_memory_keeps_its_name(wor
     memory_mark = [i for i, b in enumerate(blocks) if b.ttl is not None][1]  # after the system mark
     assert later.usage is not None
     assert later.usage["cache_read_input_tokens"] >= sum(b.tokens for b in blocks[: memory_mark + 1])
-    assert "alice: <@" in user_text(later.body) and "[file: holiday.jpg]" in user_text(later.body)
+    assert f"alice: @{world.me.display_name}" in user_text(later.body) and "[file: holiday.jpg]" in user_text(later.body)
 
 
 async def test_the_image_of_the_message_replied_to_is_seen(world: World) -> None:
