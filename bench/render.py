@@ -21,11 +21,12 @@ if TYPE_CHECKING:
 
 # Reference figures, typed in from their sources (labelled as such wherever they appear).
 ARTICLE_CALLS, ARTICLE_MESSAGES, ARTICLE_USD = 4_801, 52_000, 3.0  # reference/eva-memory-article.txt
-SPEC_TURN_READ, SPEC_COMPACT_READ = 0.986, 0.962  # optchat-notes.md, "Why the cache holds (§3.3)"
+# The OptChat spec rev. 3, section 3.3 (docs/design.md section 9).
+SPEC_TURN_READ, SPEC_COMPACT_READ = 0.986, 0.962
 HAIKU_4, HAIKU_5 = "claude-haiku-4-5", "claude-haiku-5-5"
 
 Check = Callable[[ScaleFigures], bool]
-# Goals for the 1M-message chat on this machine (issue 6), one per row of the scale table.
+# Goals for the 1M-message chat on this machine, one per row of the scale table.
 GOALS: dict[str, tuple[str, Check]] = {
     "prompt": ("p95 <= 50 ms", lambda f: f.latencies["prompt"].p95_ms <= 50),
     "zoom_row": ("p95 <= 100 ms", lambda f: f.latencies["zoom_row"].p95_ms <= 100),

@@ -1,6 +1,6 @@
 """Replay a chat corpus through the real memory engine and print what it cost.
 
-    python -m bench.replay --corpus ../shared/data/irc/ubuntu-meeting.jsonl --json
+    python -m bench.replay --corpus PATH/TO/ubuntu-meeting.jsonl --json
 
 Each message is appended through the real log on a real PostgreSQL (a fresh embedded
 server unless --database-url), with simulated time taken from the message's date, and the

@@ -1,4 +1,4 @@
-"""Run every benchmark and write docs/benchmarks.md (issue 6).
+"""Run every benchmark and write docs/benchmarks.md.
 
     python -m bench.report            # full: ubuntu-stream-1 whole, the other corpora, 1M messages
     python -m bench.report --quick    # under 5 minutes on 2 cores: prefixes and 100K messages

@@ -1,4 +1,4 @@
-"""Composition root of the bot process (issue 4): everything is built once, here, and passed
+"""Composition root of the bot process: everything is built once, here, and passed
 down; nothing else reads settings from the environment or builds a client.
 
 Built in this order and released in the reverse one: database (by the caller, `open_database`),

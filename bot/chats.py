@@ -1,5 +1,5 @@
 """Discord objects in the memory's terms: a channel, thread or DM is one memory ("chat",
-DESIGN.md section 3) and a message is one log entry (section 4).
+docs/design.md section 3) and a message is one log entry (section 4).
 
 Every cog maps a channel to its chat through :func:`chat_for_channel`, so a channel can never
 read or write another channel's memory.
@@ -122,7 +122,7 @@ def channel_for_chat(bot: discord.Client, info: ChatInfo) -> Any:
     return bot.get_partial_messageable(info.discord_id, guild_id=guild.id, type=discord.ChannelType.text)
 
 
-# --- a Discord message, as the memory sees it (DESIGN.md section 4)
+# --- a Discord message, as the memory sees it (docs/design.md section 4)
 
 
 def attachment_tags(source: discord.Message | discord.MessageSnapshot) -> tuple[str, ...]:

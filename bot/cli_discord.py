@@ -1,7 +1,8 @@
 """`eva sync-commands [--guild ID]`: register the slash commands with Discord, then exit.
 
 Discord rate-limits command registration, and commands only change with a new release, so
-the bot never syncs on start (platform.md A): run this once after installing or upgrading.
+the bot never syncs on start (Discord rate-limits command syncs; docs/design.md, provider
+facts): run this once after installing or upgrading.
 `--guild` registers them in one server only, where they appear at once (handy for testing).
 It logs in over REST (no gateway connection, no database) and builds the same command tree
 the bot serves.

@@ -1,6 +1,6 @@
 """Ingest: every message people can see in a chat becomes one log entry, in order, once.
 
-How (issue 4, DESIGN.md sections 4 and 10):
+How (docs/design.md sections 4 and 10):
 
 - The gateway handler only queues: each channel has an ordered queue of operations (append,
   edit, erase, backfill) drained by a short-lived task that ends when the queue is empty, so

@@ -1,6 +1,6 @@
 """The reply model's system prompt: the persona, then how to read the memory and use the tools.
 
-The system prompt is the head of every cached prefix (DESIGN.md section 9), so it must be
+The system prompt is the head of every cached prefix (docs/design.md section 9), so it must be
 byte-identical across turns and across chats: no dates, no chat names, no per-turn state. The
 only substitution is the bot's name, which is constant for a deployment. Per-turn facts (the
 time, who asked) travel in the ``<turn>`` block at the end of the user message instead.

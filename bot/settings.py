@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     guild_monthly_reply_cap: int = 0  # 0 = off
     prices: dict[str, ModelPrice] = Field(default_factory=default_prices)
 
-    # --- the memory (DESIGN.md section 7); sizes in bytes, times in seconds
+    # --- the memory (docs/design.md section 7); sizes in bytes, times in seconds
     node_bytes: int = 512
     view_high: int = 96_000
     view_low: int = 48_000

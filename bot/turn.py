@@ -1,6 +1,6 @@
 """One reply turn: the request in the cache-friendly layout, and the tool loop.
 
-Layout (DESIGN.md section 9), most stable first, at most 4 cache marks:
+Layout (docs/design.md section 9), most stable first, at most 4 cache marks:
 
     tools                       constant                                   -
     system                      persona + memory instructions, constant   mark 1

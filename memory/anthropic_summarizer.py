@@ -1,12 +1,12 @@
 """The compactor's model calls through the Anthropic API (the Summarizer protocol).
 
-One ``summarize`` call is one conversation (DESIGN.md section 6):
+One ``summarize`` call is one conversation (docs/design.md section 6):
 
 1. system: ``COMPACT_SYSTEM`` (constant); one user turn with two text blocks: the ``<chat>``
    context (cache-marked: system + context form the cached prefix, so consecutive nodes of a
    chat, which share their context, read it back at 0.1x) and the task block (ruler + tasks).
-   No tools: our own constant system prompt caches across compactions. (DESIGN section 9 allows
-   sharing the reply's tools + system to share one cache; not done, see the report of issue 3.)
+   No tools: our own constant system prompt caches across compactions. (Sharing the reply's tools +
+   system instead would share one cache between them; not done.)
 2. A line at most ``trim_slack`` bytes over ``node_bytes`` is cut at a word boundary here.
    Each line further over ``node_bytes`` is retried in the same conversation: the reply goes back as the
    assistant turn, then a user turn shows each over-long line cut at the limit ("| ← LIMIT").

@@ -1,6 +1,6 @@
 """The one Anthropic client, the usage of a response, and failures named in a few words.
 
-Retries are configured deliberately (issue 3, DESIGN.md section 6):
+Retries are configured deliberately (docs/design.md section 6):
 
 - replies use the client as built here, with the SDK's own retries (``ANTHROPIC_MAX_RETRIES``,
   default 2: 3 attempts; the SDK honours ``retry-after`` and backs off ``min(0.5 x 2^n, 8 s)``
@@ -25,7 +25,7 @@ from memory.pricing import Usage
 
 ANTHROPIC_API_URL = "https://api.anthropic.com"
 
-# Short names for the API's error statuses (platform.md section D); others print as "HTTP n".
+# Short names for the API's error statuses (docs/design.md, provider facts); others print as "HTTP n".
 _STATUS_NAMES = {
     400: "bad request",
     401: "authentication failed",

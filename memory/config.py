@@ -1,4 +1,4 @@
-"""The memory engine's constants (DESIGN.md section 7), as one immutable value.
+"""The memory engine's constants (docs/design.md section 7), as one immutable value.
 
 Built once from the settings at start and passed down; the engine never reads the
 environment. Benchmarks and tests build their own.

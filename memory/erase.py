@@ -1,4 +1,4 @@
-"""Erasure and edits (DESIGN.md section 8), each in one transaction.
+"""Erasure and edits (docs/design.md section 8), each in one transaction.
 
 An erased message keeps its slot (index and time) with no text and no author; every node
 that covered it is deleted, the row version moves (so a compactor call in flight cannot

@@ -1,6 +1,6 @@
 """A deterministic stand-in for the compactor model, for tests and benchmarks.
 
-The size model (DESIGN.md section 12) decides how many merges are free, so every benchmark
+The size model (docs/design.md section 12) decides how many merges are free, so every benchmark
 figure of calls per message depends on it; benchmarks print :func:`size_model_description`
 next to their figures. With ``in`` the message as the prompt shows it (``"{author}: {text}"``),
 ``a`` and ``b`` the two child lines, sizes in UTF-8 bytes, and ``j`` a jitter factor in
@@ -11,7 +11,8 @@ next to their figures. With ``in`` the message as the prompt shows it (``"{autho
 - first try: with probability ``overshoot_rate`` (drawn from the seed) it is 5..40 bytes over
   512, when the input is long enough to copy that much (always so for real tasks: the
   compactor only calls the model for inputs over 512 bytes); the second try meets the limit.
-  :data:`MEASURED_OVERSHOOT_RATE` (10%, Haiku in a 30-job bake-off, optchat-notes.md) is the
+  :data:`MEASURED_OVERSHOOT_RATE` (10%, Haiku in a 30-job bake-off reported with the OptChat
+  spec; docs/design.md section 6) is the
   realistic rate for benchmarks; :class:`FakeSummarizer` defaults to 0 so unit tests see one
   try unless they ask for more.
 
@@ -218,7 +219,7 @@ def check_compactor_input(
     tasks: Sequence[CompactTask],
     full_text_lookup: Callable[[int], str] | None = None,
 ) -> None:
-    """Raise ``AssertionError`` when a compactor call breaks an invariant (DESIGN.md section 6).
+    """Raise ``AssertionError`` when a compactor call breaks an invariant (docs/design.md section 6).
 
     Context lines must be bare line texts; merge inputs must be bare lines; a compress input
     must be the whole message (equal to ``full_text_lookup(index)`` when given, and never ending

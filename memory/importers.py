@@ -1,6 +1,6 @@
 """Chat-export importers: a JSONL log or a DiscordChatExporter JSON file in, plain records out.
 
-Two source formats (see ``../shared/data/README.md`` and ``../shared/reference/dce-format.md``):
+Two source formats (docs/design.md section 3):
 
 - **JSONL**: one object per line, ``{"i", "author", "text", "date", "ref"?, "reply_to"?}``.
   Authors are bare nicks, so ``author_id`` is ``None`` and the name is the only key.
@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 from memory.dce_names import channel_names, mentioned_people, role_names
 
-# The bots ../shared/data/README.md says were kept in the IRC logs.
+# Bots whose lines the published IRC corpora kept (their data README names them).
 KNOWN_IRC_BOTS = frozenset({"ubotu", "ubottu", "wikibugs", "gerrit-wm", "MootBot"})
 
 # DCE message types that are something a person (or an app acting for one) posted. Names for
@@ -115,7 +115,7 @@ class ImportedMessage:
 
 
 def message_text(content: str, attachments: Sequence[str] = (), reply_to_index: int | None = None) -> str:
-    """The text of a message as the memory sees it (DESIGN.md section 4).
+    """The text of a message as the memory sees it (docs/design.md section 4).
 
     The content word for word, then one bracket per attachment, sticker and embed, then the
     reply note, separated by single spaces::

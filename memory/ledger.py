@@ -1,6 +1,6 @@
 """The usage ledger: one row per model call with its cost at list price, and sums for stats.
 
-Every model call is recorded (DESIGN.md section 9): chat, kind, model, the token counters and
+Every model call is recorded (docs/design.md section 9): chat, kind, model, the token counters and
 the cost from the price table in settings. Rows are written in the caller's transaction (the
 caller commits), so a reply turn or a node build and its cost land together.
 """

@@ -1,4 +1,4 @@
-"""The schema: one table per concept of DESIGN.md (chats, messages, nodes, memory rows,
+"""The schema: one table per concept of docs/design.md (chats, messages, nodes, memory rows,
 opt-outs, the usage ledger). Alembic migrations are the only way it changes; this module
 is what they are written against and what the code queries.
 """

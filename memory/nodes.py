@@ -1,5 +1,5 @@
 """Reading and writing tree nodes. Built nodes are never edited: erasure deletes them and
-the compactor builds them again (DESIGN.md section 5)."""
+the compactor builds them again (docs/design.md section 5)."""
 
 from __future__ import annotations
 

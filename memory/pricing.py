@@ -1,7 +1,7 @@
 """List prices and the cost of one call's usage.
 
 Prices are USD per million tokens, from the provider's price page as of 2026-11
-(platform.md section D). Haiku 5.5 bills a whole request at its higher tier once the
+(docs/design.md, provider facts). Haiku 5.5 bills a whole request at its higher tier once the
 prompt (input + cache writes + cache reads) passes 100K tokens.
 """
 

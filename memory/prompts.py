@@ -87,7 +87,7 @@ def indent_continuations(text: str) -> str:
 
 
 def flatten(line: str) -> str:
-    """One physical line: newlines shown as `` / `` (DESIGN.md section 7)."""
+    """One physical line: newlines shown as `` / `` (docs/design.md section 7)."""
     if not _LINE_BREAK.search(line):
         return line
     return " / ".join(part.strip() for part in _LINE_BREAK.split(line) if part.strip())

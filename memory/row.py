@@ -1,7 +1,7 @@
 """The memory row: which nodes the model reads, and which pairs a batch merges.
 
-Pure planning only: no database, no I/O. DESIGN.md section 7; the rule is revision 3 of
-the OptChat spec (reference/optchat-notes.md sections 2 and 3.2).
+Pure planning only: no database, no I/O. docs/design.md section 7; the rule is revision 3 of
+the OptChat memory spec, as that section states it.
 
 The row is a list of built nodes tiling ``[0, B)``, oldest first. When it grows past
 ``VIEW_HIGH`` a batch merges it down to ``VIEW_LOW`` by repeatedly replacing the most due

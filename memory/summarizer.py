@@ -1,6 +1,6 @@
 """The compactor's view of a model: a list of tasks in, one line per task out.
 
-The interface takes several tasks per call on purpose (DESIGN.md section 6): the bill is
+The interface takes several tasks per call on purpose (docs/design.md section 6): the bill is
 mostly the bytes the model writes plus the shared context, so one call that carries the
 context once and answers four merges is cheaper than four calls. The first implementations
 may still send one task per call.

@@ -1,4 +1,4 @@
-"""When the staged row replaces the shown one (DESIGN.md section 7), as pure decisions.
+"""When the staged row replaces the shown one (docs/design.md section 7), as pure decisions.
 
 The provider's prompt cache is gone after a quiet half hour anyway, so a swap then costs
 nothing extra; a chat that never goes quiet swaps at once when its raw tail passes

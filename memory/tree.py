@@ -1,6 +1,6 @@
 """Tree math for the summary tree: node addressing and free (model-less) nodes.
 
-Pure functions only: no database, no I/O. DESIGN.md section 5.
+Pure functions only: no database, no I/O. docs/design.md section 5.
 
 A node ``(l, i)`` covers messages ``[i * 2**l, (i + 1) * 2**l)``. Level 0 is one message;
 a parent is built only from its two children, never from the raw messages. The model and

@@ -1,4 +1,4 @@
-"""What the reply model reads for a chat: the memory row and the raw tail (DESIGN.md 7).
+"""What the reply model reads for a chat: the memory row and the raw tail (docs/design.md section 7).
 
 The row is loaded as persisted, never rebuilt from the log. A part an erasure or edit
 removed shows through its surviving built descendants until the compactor rebuilds it;

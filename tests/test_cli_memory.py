@@ -1,4 +1,4 @@
-"""The memory CLI as a person uses it (issue 8, acceptance 7): import a real export, view,
+"""The memory CLI as a person uses it: import a real export, view,
 zoom, recall; bad input gives one clear line, exit code 2, and changes nothing."""
 
 from __future__ import annotations

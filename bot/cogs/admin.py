@@ -1,4 +1,4 @@
-"""`/memory ...`: server admins inspect and control a channel's memory (DESIGN.md section 8).
+"""`/memory ...`: server admins inspect and control a channel's memory (docs/design.md section 8).
 
 The group is guild-only and defaults to the Manage Server permission, but a server admin
 can override that default for anyone (Server Settings > Integrations), so every command

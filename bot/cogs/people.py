@@ -2,7 +2,7 @@
 
 Each answers privately (ephemeral) and only ever about the channel, thread or DM it is used
 in: the memory is looked up from the interaction's own channel, never from an option, so
-no one can read another channel's memory through these commands (DESIGN.md section 3).
+no one can read another channel's memory through these commands (docs/design.md section 3).
 """
 
 from __future__ import annotations

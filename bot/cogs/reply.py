@@ -1,6 +1,6 @@
 """The reply cog: when to answer, one turn per chat at a time, and sending the answer.
 
-Triggers (DESIGN.md section 9): a mention of the bot (or of its managed role), a reply to one
+Triggers (docs/design.md section 9): a mention of the bot (or of its managed role), a reply to one
 of its messages, its name as a whole word (REPLY_TO_NAME), any DM (REPLY_IN_DMS). Other bots
 are ignored (IGNORE_BOTS), and so is the bot itself; @everyone is not a mention of the bot.
 

@@ -1,6 +1,6 @@
 """The replay benchmark's machinery on a slice of real chat: invariants hold after every
 swap, and a summarizer that fails 30% of calls and overshoots half of its first tries still
-converges (issue 8, acceptance 3)."""
+converges."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The benchmark report's machinery on a tiny slice of real chat: every run, the baseline and
 the scale chat produce figures, and the rendered report has every table filled with numbers
-(issue 6). Small sizes (tests/memory/helpers.SMALL) so a few hundred messages reach batches,
-swaps and rewrites."""
+(every table of docs/benchmarks.md). Small sizes (tests/memory/helpers.SMALL) so a few hundred
+messages reach batches, swaps and rewrites."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No gaps (issue 4 acceptance 5): what was posted while the bot was away is logged first, in
+"""No gaps: what was posted while the bot was away is logged first, in
 order, before any live message; a database restart while messages flow loses none."""
 
 from __future__ import annotations

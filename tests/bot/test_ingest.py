@@ -1,5 +1,4 @@
-"""Ingest in a simulated guild (SimCord, real discord.py) on the real database (issue 4
-acceptance 1 and 6): every message becomes one log entry, in order, per channel; edits,
+"""Ingest in a simulated guild (SimCord, real discord.py) on the real database: every message becomes one log entry, in order, per channel; edits,
 deletes and bulk deletes reach the memory; gone channels, threads and guilds take their
 memory with them."""
 
@@ -154,7 +153,7 @@ async def test_opted_out_people_and_paused_channels_are_not_logged(
 
 @pytest.fixture
 def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    # Small sizes, so that a few messages build summary lines (DESIGN.md section 7).
+    # Small sizes, so that a few messages build summary lines (docs/design.md section 7).
     return make_bot_settings(
         fake_anthropic,
         node_bytes=64,

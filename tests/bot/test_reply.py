@@ -1,5 +1,5 @@
 """The reply turn end to end: SimCord (real discord.py), the real ingest and reply extensions,
-real PostgreSQL, and the fake Anthropic API through the real SDK (issue 4 acceptance 2, 3, 4, 7)."""
+real PostgreSQL, and the fake Anthropic API through the real SDK."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The whole process (issue 4 acceptance 8, and the foundation's kill -9 check): the real
+"""The whole process (and the kill -9 check): the real
 `eva run` as a subprocess against the local Discord fake (gateway + REST over TCP), the
 Anthropic fake and real PostgreSQL. Nothing is patched inside the bot: it is pointed at the
 fakes by its settings (DISCORD_API_BASE, DISCORD_GATEWAY_URL, ANTHROPIC_BASE_URL)."""

@@ -1,6 +1,6 @@
 """A simulation of the Messages API prompt cache: pure, with an injectable clock.
 
-The rules, as documented (reference/platform.md section D, the prompt-caching docs):
+The rules, as documented (docs/design.md, provider facts; the prompt-caching docs):
 
 - The request is one sequence of blocks in the API's prefix order: each tool definition, then
   each system block (a system string is one block), then each message's content blocks in order
@@ -41,7 +41,7 @@ LOOKBACK_BLOCKS = 20
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
 # Minimum cacheable prompt length in tokens, matched by model-name prefix, first match wins.
-# Published values (platform.md D): Sonnet 4.5/4.6 1,024; Haiku 4.5 4,096; Opus 4.5-4.7 4,096;
+# Published values (docs/design.md, provider facts): Sonnet 4.5/4.6 1,024; Haiku 4.5 4,096; Opus 4.5-4.7 4,096;
 # Opus 4.8 1,024. Haiku 5.5 and Sonnet 5.5 have no published value: we use their predecessors'
 # numbers (4,096 and 1,024), the conservative choice for Haiku (the fake never promises a
 # cache hit the real Haiku 4.5 would refuse).

@@ -1,6 +1,6 @@
 """The fake's deterministic compactor, through the real SDK, with requests built by memory.prompts.
 
-Size model (DESIGN.md section 12): compress = min(512, max(60, 0.5 x input bytes)), merge =
+Size model (docs/design.md section 12): compress = min(512, max(60, 0.5 x input bytes)), merge =
 min(512, 0.8 x (a + b)), each x a deterministic jitter in [0.9, 1.1]; at overshoot rate 1.0 every
 first try is 517..552 bytes, and the retry after "Too long" is within 512.
 """

@@ -1,4 +1,4 @@
-"""Fixtures for the hardening tests (issue 7): the bot fixtures of tests/bot/conftest.py (a
+"""Fixtures for the hardening tests: the bot fixtures of tests/bot/conftest.py (a
 SimCord bot on the real services, Claude pointed at the fake Anthropic), and a capture of
 every log line the production logging configuration writes."""
 

@@ -1,4 +1,4 @@
-"""Erasure leaves no trace (issue 7): a canary word planted in the messages one erasure path
+"""Erasure leaves no trace: a canary word planted in the messages one erasure path
 covers, built into summary lines by the compactor (the real Anthropic summarizer against the
 local fake), then erased through that path exactly as people do it in Discord. Afterwards no
 column of any table, no log line (production logging at DEBUG) and no rebuilt line holds the

@@ -1,4 +1,4 @@
-"""Hostile arguments (issue 7), property-based: the model's tool calls (any JSON it could send)
+"""Hostile arguments, property-based: the model's tool calls (any JSON it could send)
 and the slash commands' options (any text Discord lets through: addresses and queries with SQL
 and regex metacharacters, NUL, huge and empty values). Each gets a result or one clear sentence;
 nothing is ever written, no exception escapes, and a bad argument never looks like an outage."""

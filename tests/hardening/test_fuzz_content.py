@@ -1,4 +1,4 @@
-"""Hostile message content through ingest (issue 7), property-based: up to 8,000 characters,
+"""Hostile message content through ingest, property-based: up to 8,000 characters,
 only emoji, only mentions, NUL and invisible characters, any Unicode text. Every message is
 logged whole (NUL as U+FFFD, memory.log.storable) and /zoom shows it back whole, in pages."""
 

@@ -1,4 +1,4 @@
-"""Hostile import files (issue 7), property-based: JSONL and DiscordChatExporter files that are
+"""Hostile import files, property-based: JSONL and DiscordChatExporter files that are
 truncated, have wrong types, huge or deeply nested lines, bad UTF-8, dates out of range, ids
 too big for the database. The readers raise ImportFormatError and nothing else, its one line
 never quotes message text, and `eva import` of a file that fails writes nothing at all (one

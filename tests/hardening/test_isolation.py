@@ -1,4 +1,4 @@
-"""Isolation (issue 7): one channel, one thread, one DM and one other guild never see each
+"""Isolation: one channel, one thread, one DM and one other guild never see each
 other's memory. A word only one chat ever contains is planted in each (in its raw tail and in
 its summary lines); every read path is then run in every chat it exists for: the reply turn's
 request, its zoom and recall tools, /zoom, /recall, /memory view, /memory node, /memory status,

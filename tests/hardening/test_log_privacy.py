@@ -1,4 +1,4 @@
-"""Logs never contain message text (issue 7), at LOG_LEVEL=DEBUG through the production logging
+"""Logs never contain message text, at LOG_LEVEL=DEBUG through the production logging
 setup: a whole conversation in SimCord (messages, a reply turn with tool calls, compaction over
 HTTP, an edit, a delete, slash commands, and failures whose exceptions quote a message), and
 the real `eva run` process against the Discord and Anthropic fakes, whose data folder holds no

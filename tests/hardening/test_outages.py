@@ -1,4 +1,4 @@
-"""Outages (issue 7): PostgreSQL stopped for 30 s while messages arrive and a turn runs; Claude
+"""Outages: PostgreSQL stopped for 30 s while messages arrive and a turn runs; Claude
 down for 10 minutes (of the compactor's clock); `eva worker` killed (SIGKILL) while compactor
 calls are in flight; the embedded database's postmaster killed under `eva run`. While things
 are down the bot answers with a short message instead of crashing; afterwards every message

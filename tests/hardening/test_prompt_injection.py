@@ -1,4 +1,4 @@
-"""Prompt injection (issue 7): messages that try to instruct the compactor or the bot, forge
+"""Prompt injection: messages that try to instruct the compactor or the bot, forge
 memory lines or other people's messages, close our frames (also behind zero-width, right-to-left
 and full-width characters) or fake tool calls are logged whole and summarized as data. Shown on
 the fake Anthropic's request log: every compaction request keeps them inside <input> (or, as

@@ -1,4 +1,4 @@
-"""Secrets (issue 7): the Discord token, the Anthropic API key and the database password never
+"""Secrets: the Discord token, the Anthropic API key and the database password never
 appear in logs, in error output or in exception messages. Extends
 tests/test_cli_foundation.py::test_secrets_never_printed (`eva doctor`) to `eva run` failing
 at each of its steps, to exceptions of failed model and database calls, and to how settings

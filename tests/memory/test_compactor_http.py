@@ -1,5 +1,5 @@
 """The whole compaction path over HTTP: the engine's compactor, the Anthropic summarizer, the
-real SDK, the local fake (issue 3, acceptance 4 and 5)."""
+real SDK, the local fake."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Erasure leaves no trace (issue 8, acceptance 5): plant a canary in every message of one
+"""Erasure leaves no trace: plant a canary in every message of one
 author, build the memory, erase that author, and search every column of every table."""
 
 from __future__ import annotations

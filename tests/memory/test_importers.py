@@ -27,7 +27,7 @@ RUST_DCE = SHARED / "data" / "irc" / "rust.dce.json"
 DCE_SAMPLE = SHARED / "reference" / "dce-sample.json"
 DISCORD_EPOCH_MS = 1420070400000
 
-needs_data = pytest.mark.skipif(not RUST_JSONL.exists(), reason="../shared/data is not present")
+needs_data = pytest.mark.skipif(not RUST_JSONL.exists(), reason="the shared chat corpora are not present")
 
 
 def _line(index: int, **fields: Any) -> str:

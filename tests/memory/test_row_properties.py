@@ -1,6 +1,6 @@
 """The memory row (memory/row.py) against brute-force references.
 
-References written here from the spec's description (reference/optchat-notes.md sections 2
+References written here from the spec's description (the OptChat spec rev. 3, sections 2
 and 3.3), independently of memory/row.py: Taelin's binary-counter ``push``, an exact
 Fraction argmax over all pairs, and a message-by-message tiling check.
 """
@@ -236,7 +236,7 @@ def test_due_rule_reproduces_push_at_every_step() -> None:
 
 def test_first_message_rule_does_not_reproduce_push() -> None:
     # Sanity check that the push comparison can fail. 481 of 20,001 is the notes' figure
-    # (optchat-notes.md 3.3), so it also cross-checks this file's push reference.
+    # (the OptChat spec rev. 3, section 3.3), so it also cross-checks this file's push reference.
     matches = _push_matches(20_001, lambda row, total: brute_argmax(row, total, brute_first_due))
     assert matches == 481
 

@@ -1,4 +1,4 @@
-"""The swap decision without a database (DESIGN.md section 7)."""
+"""The swap decision without a database (docs/design.md section 7)."""
 
 from __future__ import annotations
 
