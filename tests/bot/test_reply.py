@@ -4,63 +4,34 @@ real PostgreSQL, and the fake Anthropic API through the real SDK."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import simcord
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.client import EvaBot
 from bot.limits import CLAUDE_DOWN_NOTE, STEP_LIMIT_NOTE, replies_this_month
 from bot.prompts import system_prompt
-from bot.settings import Settings
 from bot.tools import TOOL_UNAVAILABLE, TOOLS, cap_result
 from bot.turn import LAST_STEP_NOTE
 from bot.ui import TIMED_OUT
 from memory.errors import BadRequest
 from memory.models import UsageEntry
+from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import (
     FLAMINGO_INDEX,
     LONG_INDEX,
     World,
     authored,
-    build_world,
     logged_snowflakes,
-    make_bot,
-    make_services,
-    make_settings,
     marked_blocks,
     post_raw,
     user_text,
 )
-from tests.fakes.anthropic_api import FakeAnthropic, LogEntry
+from tests.fakes.anthropic_api import LogEntry
 from tests.fakes.anthropic_behaviours import Fault
 from tests.fakes.prompt_cache import blocks_of_request
 
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def settings(request: pytest.FixtureRequest) -> Settings:
-    return make_settings(**getattr(request, "param", {}))
-
-
-@pytest.fixture
-def simcord_bot(
-    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
-) -> EvaBot:
-    return make_bot(make_services(sessions, fake, settings))
-
-
-@pytest.fixture
-async def world(simcord_env: simcord.Env, fake: FakeAnthropic) -> World:
-    return await build_world(simcord_env, fake)
+__all__ = ["fake", "settings", "simcord_bot", "world"]  # fixtures
 
 
 def tokens_through(body: dict[str, Any], section: str, index: int) -> int:

@@ -7,43 +7,18 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import simcord
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.client import EvaBot
-from bot.settings import Settings
 from memory.models import Message
-from tests.bot.reply_world import World, build_world, make_bot, make_services, make_settings, user_text
-from tests.fakes.anthropic_api import FakeAnthropic
+from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
+from tests.bot.reply_world import World, user_text
 from tests.fakes.prompt_cache import blocks_of_request
 
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def settings(request: pytest.FixtureRequest) -> Settings:
-    return make_settings(**getattr(request, "param", {}))
-
-
-@pytest.fixture
-def simcord_bot(
-    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
-) -> EvaBot:
-    return make_bot(make_services(sessions, fake, settings))
-
-
-@pytest.fixture
-async def world(simcord_env: simcord.Env, fake: FakeAnthropic) -> World:
-    return await build_world(simcord_env, fake)
+__all__ = ["fake", "settings", "simcord_bot", "world"]  # fixtures
 
 
 def png(width: int = 1, height: int = 1, extra: bytes = b"") -> bytes:

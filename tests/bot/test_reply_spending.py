@@ -3,42 +3,18 @@ monthly budget, and the host-wide budget itself (every server and DM together)."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
 import simcord
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.client import EvaBot
 from bot.reply_gate import DM_BUDGET_NOTE, DM_CAP_NOTE, HOST_BUDGET_NOTE
-from bot.settings import Settings
-from tests.bot.reply_world import World, build_world, make_bot, make_services, make_settings
+from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
+from tests.bot.reply_world import World, make_settings
 from tests.bot.settings_world import spend
-from tests.fakes.anthropic_api import FakeAnthropic
 
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def settings(request: pytest.FixtureRequest) -> Settings:
-    return make_settings(**getattr(request, "param", {}))
-
-
-@pytest.fixture
-def simcord_bot(
-    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
-) -> EvaBot:
-    return make_bot(make_services(sessions, fake, settings))
-
-
-@pytest.fixture
-async def world(simcord_env: simcord.Env, fake: FakeAnthropic) -> World:
-    return await build_world(simcord_env, fake)
+__all__ = ["fake", "settings", "simcord_bot", "world"]  # fixtures
 
 
 async def dm(world: World, who: simcord.MemberActor, text: str) -> list[str]:

@@ -4,48 +4,23 @@ real reply cog and the Anthropic fake through the real SDK's streaming API."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import simcord
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.client import EvaBot
 from bot.limits import CLAUDE_DOWN_NOTE, replies_this_month
 from bot.live_reply import EDIT_SECONDS, LiveReply
-from bot.settings import Settings
 from bot.splitting import split_message
 from bot.turn import CONTINUE_NOTE
-from tests.bot.reply_world import World, build_world, make_bot, make_services, make_settings, user_text
-from tests.fakes.anthropic_api import FakeAnthropic
+from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
+from tests.bot.reply_world import World, user_text
 from tests.fakes.anthropic_behaviours import Fault
 from tests.fakes.prompt_cache import BYTES_PER_TOKEN
 
 USERS_ONLY = {"parse": ["users"], "replied_user": False}
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def settings(request: pytest.FixtureRequest) -> Settings:
-    return make_settings(**getattr(request, "param", {}))
-
-
-@pytest.fixture
-def simcord_bot(
-    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
-) -> EvaBot:
-    return make_bot(make_services(sessions, fake, settings))
-
-
-@pytest.fixture
-async def world(simcord_env: simcord.Env, fake: FakeAnthropic) -> World:
-    return await build_world(simcord_env, fake)
+__all__ = ["fake", "settings", "simcord_bot", "world"]  # fixtures
 
 
 class Ticks:

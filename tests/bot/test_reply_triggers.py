@@ -4,44 +4,18 @@ time, the monthly cap, and askers whose messages are not in the log."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import simcord
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.client import EvaBot
 from bot.cogs.reply import ReplyCog, defuse_mass_mentions, mentions_name
 from bot.limits import CAP_NOTE
-from bot.settings import Settings
 from memory.clock import SimulatedClock
-from tests.bot.reply_world import START, World, build_world, make_bot, make_services, make_settings, user_text
-from tests.fakes.anthropic_api import FakeAnthropic
+from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
+from tests.bot.reply_world import START, World, make_settings, user_text
 
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def settings(request: pytest.FixtureRequest) -> Settings:
-    return make_settings(**getattr(request, "param", {}))
-
-
-@pytest.fixture
-def simcord_bot(
-    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
-) -> EvaBot:
-    return make_bot(make_services(sessions, fake, settings))
-
-
-@pytest.fixture
-async def world(simcord_env: simcord.Env, fake: FakeAnthropic) -> World:
-    return await build_world(simcord_env, fake)
+__all__ = ["fake", "settings", "simcord_bot", "world"]  # fixtures
 
 
 def test_the_name_counts_only_as_a_whole_word() -> None:

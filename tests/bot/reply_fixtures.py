@@ -1,0 +1,40 @@
+"""The reply tests' fixtures, in one place: the fake Anthropic API, the settings (a test may
+parametrize them indirectly), the SimCord bot wired with the real services, and the world of
+tests/bot/reply_world.py. A test module imports the ones it uses and names them in
+``__all__`` (pytest finds fixtures in the module's namespace)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import simcord
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from bot.client import EvaBot
+from bot.settings import Settings
+from tests.bot.reply_world import World, build_world, make_bot, make_services, make_settings
+from tests.fakes.anthropic_api import FakeAnthropic
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeAnthropic]:
+    async with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def settings(request: pytest.FixtureRequest) -> Settings:
+    return make_settings(**getattr(request, "param", {}))
+
+
+@pytest.fixture
+def simcord_bot(
+    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
+) -> EvaBot:
+    return make_bot(make_services(sessions, fake, settings))
+
+
+@pytest.fixture
+async def world(simcord_env: simcord.Env, fake: FakeAnthropic) -> World:
+    return await build_world(simcord_env, fake)
