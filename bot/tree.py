@@ -153,3 +153,13 @@ class EvaCommandTree(app_commands.CommandTree[Any]):
         self, interaction: discord.Interaction, error: app_commands.AppCommandError, /
     ) -> None:
         await report_error(interaction, error)
+
+
+def require_manage_guild(interaction: discord.Interaction) -> bool:
+    """The run-time check of the admin command groups (/memory, /settings): their default
+    permission alone can be overridden by a server's admins, so it is checked again here."""
+    if interaction.guild is None:
+        raise app_commands.NoPrivateMessage()
+    if not interaction.permissions.manage_guild:
+        raise app_commands.MissingPermissions(["manage_guild"])
+    return True

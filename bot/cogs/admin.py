@@ -23,7 +23,7 @@ from bot.forget import plural
 from bot.pagination import send_paged
 from bot.services import Services
 from bot.status import memory_status, node_report
-from bot.tree import answer, interaction_ids, services_of
+from bot.tree import answer, interaction_ids, require_manage_guild, services_of
 from bot.ui import ConfirmView
 from memory.engine import ChatInfo
 from memory.errors import UserFacingError
@@ -65,12 +65,7 @@ class MemoryAdmin(commands.Cog):
         return services_of(self.bot)
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        """The run-time check: the default permission alone can be overridden by admins."""
-        if interaction.guild is None:
-            raise app_commands.NoPrivateMessage()
-        if not interaction.permissions.manage_guild:
-            raise app_commands.MissingPermissions(["manage_guild"])
-        return True
+        return require_manage_guild(interaction)
 
     async def _target(self, interaction: discord.Interaction, channel: ChannelOption | None) -> Target:
         """The chat a command acts on: the option's channel, or the one the command is used in."""

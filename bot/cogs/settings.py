@@ -18,7 +18,7 @@ from discord.ext import commands
 
 from bot.reply_gate import policy_of, store_of
 from bot.services import Services
-from bot.tree import answer, interaction_ids, services_of
+from bot.tree import answer, interaction_ids, require_manage_guild, services_of
 from memory.errors import UserFacingError
 from memory.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
 
@@ -93,12 +93,7 @@ class ServerSettings(commands.Cog):
         return services_of(self.bot)
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        """The run-time check: the default permission alone can be overridden by admins."""
-        if interaction.guild is None:
-            raise app_commands.NoPrivateMessage()
-        if not interaction.permissions.manage_guild:
-            raise app_commands.MissingPermissions(["manage_guild"])
-        return True
+        return require_manage_guild(interaction)
 
     async def _changed(self, interaction: discord.Interaction, setting: str, text: str) -> None:
         log.info("settings.changed", setting=setting, **interaction_ids(interaction))
