@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
 from sqlalchemy import distinct, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.guild_policy import month_start
 from memory.ledger import record_usage
 from memory.models import UsageEntry
 from memory.pricing import PriceTable, Usage
@@ -36,12 +36,6 @@ STEP_LIMIT_NOTE = (
 CLAUDE_DOWN_NOTE = "Sorry, I can't think right now. Try again in a minute?"
 SOMETHING_BROKE_NOTE = "Something went wrong on my side. Try again in a minute?"
 EMPTY_REPLY_NOTE = "Hm, I lost my train of thought. Ask me again?"
-
-
-def month_start(now: datetime, timezone: str) -> datetime:
-    """Midnight on the 1st of ``now``'s month in ``timezone`` (an aware datetime)."""
-    local = now.astimezone(ZoneInfo(timezone))
-    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
 async def record_turn_usage(
