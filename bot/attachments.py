@@ -122,20 +122,24 @@ async def _download(attachment: Any) -> bytes | str:
         return f"could not be fetched ({type(exc).__name__})"
 
 
-async def _read_image(attachment: Any, where: str, limits: FileLimits) -> TurnFile:
-    name = attachment.filename
-    if attachment.size > limits.image_max_bytes:
-        return TurnFile(
-            name,
-            where,
-            problem=f"too big to look at ({_size(attachment.size)}; the limit is "
-            f"{_size(limits.image_max_bytes)})",
-        )
+async def _fetch_within(attachment: Any, limit: int, refusal: str) -> bytes | str:
+    """The file's bytes, or why not: ``refusal`` when Discord announces more than ``limit``
+    bytes (nothing is downloaded), or when more arrive (the size it announced was wrong)."""
+    if attachment.size > limit:
+        return f"{refusal} ({_size(attachment.size)}; the limit is {_size(limit)})"
     data = await _download(attachment)
     if isinstance(data, str):
+        return data
+    if len(data) > limit:
+        return f"{refusal} ({_size(len(data))})"
+    return data
+
+
+async def _read_image(attachment: Any, where: str, limits: FileLimits) -> TurnFile:
+    name = attachment.filename
+    data = await _fetch_within(attachment, limits.image_max_bytes, "too big to look at")
+    if isinstance(data, str):
         return TurnFile(name, where, problem=data)
-    if len(data) > limits.image_max_bytes:  # the size Discord announced was wrong
-        return TurnFile(name, where, problem=f"too big to look at ({_size(len(data))})")
     media_type = sniff_image(data)
     if media_type is None:
         return TurnFile(name, where, problem="not an image I can see (png, jpeg, gif or webp)")
@@ -144,18 +148,9 @@ async def _read_image(attachment: Any, where: str, limits: FileLimits) -> TurnFi
 
 async def _read_text(attachment: Any, where: str, limits: FileLimits) -> TurnFile:
     name = attachment.filename
-    if attachment.size > limits.text_max_bytes:
-        return TurnFile(
-            name,
-            where,
-            problem=f"too long to read ({_size(attachment.size)}; the limit is "
-            f"{_size(limits.text_max_bytes)})",
-        )
-    data = await _download(attachment)
+    data = await _fetch_within(attachment, limits.text_max_bytes, "too long to read")
     if isinstance(data, str):
         return TurnFile(name, where, problem=data)
-    if len(data) > limits.text_max_bytes:
-        return TurnFile(name, where, problem=f"too long to read ({_size(len(data))})")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
