@@ -3,8 +3,6 @@ does to the replies: where, who, the name trigger, the model, the time zone and 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import discord
 import pytest
 import simcord
@@ -20,7 +18,8 @@ from memory.errors import UserFacingError
 from memory.guild_settings import GuildSettingsStore
 from memory.models import Chat, GuildSettings, UsageEntry
 from tests.bot.commands_world import causes
-from tests.bot.reply_world import make_services, make_settings
+from tests.bot.reply_fixtures import fake, settings
+from tests.bot.reply_world import make_services
 from tests.bot.settings_world import SettingsWorld, build_settings_world, is_logged, make_bot, said, spend
 from tests.fakes.anthropic_api import FakeAnthropic
 
@@ -30,15 +29,7 @@ SUBCOMMANDS = {
 }
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def settings(request: pytest.FixtureRequest) -> Settings:
-    return make_settings(**getattr(request, "param", {}))
+__all__ = ["fake", "settings"]  # fixtures shared with the reply tests
 
 
 @pytest.fixture
