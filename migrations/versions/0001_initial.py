@@ -2,12 +2,9 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -15,8 +12,6 @@ from sqlalchemy.dialects import postgresql
 
 revision: str = "0001"
 down_revision: str | None = None
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 TZ = sa.DateTime(timezone=True)
 

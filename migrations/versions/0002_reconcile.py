@@ -2,21 +2,15 @@
 background walk over old history (docs/design.md, reliability).
 
 Revision ID: 0002
-Revises: 0001
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002"
 down_revision: str | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 TZ = sa.DateTime(timezone=True)
 

@@ -7,20 +7,14 @@ btree_gin lets a GIN index hold the chat id as its first column (one posting lis
 create it without superuser, as with pg_trgm.
 
 Revision ID: 0004
-Revises: 0003
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from alembic import op
 
 revision: str = "0004"
 down_revision: str | None = "0003"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

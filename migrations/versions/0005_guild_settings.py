@@ -1,13 +1,9 @@
 """Per-server settings (/settings) and an index for the host-wide monthly spend.
 
 Revision ID: 0005
-Revises: 0004
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -15,8 +11,6 @@ from sqlalchemy.dialects import postgresql
 
 revision: str = "0005"
 down_revision: str | None = "0004"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 EMPTY_LIST = sa.text("'[]'::jsonb")
 

@@ -5,13 +5,9 @@ Messages logged before this revision hold their mentions raw (``<@123>``): their
 found in the text here, with an empty name (the raw form is what erasure replaces then).
 
 Revision ID: 0006
-Revises: 0005
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -19,8 +15,6 @@ from sqlalchemy.dialects import postgresql
 
 revision: str = "0006"
 down_revision: str | None = "0005"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 # Ids in the order they first appear; a number past bigint (typed text, not an id) is skipped.
 BACKFILL = r"""
