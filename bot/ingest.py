@@ -33,13 +33,12 @@ import aiohttp
 import discord
 import structlog
 from discord import DiscordServerError
-from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from bot.chats import LOGGED_TYPES, channel_for_chat, chat_for_channel, is_dm, replied_snowflake, visible
 from bot.chats import message_to_new as message_to_new
 from bot.mentions import MentionLookup
-from bot.reconcile import Reconcile, last_logged_times, run_page, window_start
+from bot.reconcile import Reconcile, run_page, window_start
+from memory.errors import DatabaseUnavailable, DuplicateEntry
 from memory.mentions import Rendered
 
 if TYPE_CHECKING:
@@ -62,9 +61,9 @@ T = TypeVar("T")
 def transient(exc: BaseException) -> bool:
     """A failure that goes away by itself: the database or Discord is down or restarting
     (connection refused, a connection dropped mid-statement, pool exhausted, 5xx)."""
-    if isinstance(exc, DBAPIError):
-        return bool(exc.connection_invalidated) or isinstance(exc, OperationalError | InterfaceError)
-    return isinstance(exc, OSError | TimeoutError | PoolTimeout | aiohttp.ClientError | DiscordServerError)
+    return isinstance(
+        exc, DatabaseUnavailable | OSError | TimeoutError | aiohttp.ClientError | DiscordServerError
+    )
 
 
 # --- the queue -----------------------------------------------------------------------------------
@@ -363,7 +362,7 @@ class Ingest:
         rendered = await self.mentions.render(message, visible(message)[0], await self.hidden_people(message))
         try:
             index = await self.engine.append(chat_id, message_to_new(message, reply_index, rendered))
-        except IntegrityError:
+        except DuplicateEntry:
             return None  # the same snowflake, appended by a racing writer
         if index is not None and self.services.scheduler is not None:
             self.services.scheduler.mark_dirty(chat_id)
@@ -456,7 +455,7 @@ class Ingest:
         try:
             chats = await self.retrying(self.engine.logged_discord_chats)
             # Read before any backfill runs: the newest message logged before the outage.
-            last_at = await self.retrying(lambda: last_logged_times(self.services, [c.id for c in chats]))
+            last_at = await self.retrying(lambda: self.engine.last_message_times([c.id for c in chats]))
         except Exception as exc:  # a bug must not keep the gate shut: log live messages anyway
             log.error("ingest.resync_failed", guild_id=guild_id, error=type(exc).__name__)
             chats, last_at = [], {}

@@ -81,11 +81,7 @@ def defaults_from(settings: Settings) -> Defaults:
 
 def store_of(services: Any) -> GuildSettingsStore:
     """The one store of a bot process (the cog and the gate share it)."""
-    store = services.extras.get("guild_settings")
-    if store is None:
-        store = GuildSettingsStore(services.sessions, services.settings.timezone)
-        services.extras["guild_settings"] = store
-    assert isinstance(store, GuildSettingsStore)
+    store: GuildSettingsStore = services.engine.guild_settings
     return store
 
 

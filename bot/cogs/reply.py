@@ -192,11 +192,10 @@ class ReplyCog(commands.Cog):
         guild_id = message.guild.id if message.guild else None
         try:
             capped = await over_monthly_cap(
-                self.services.sessions,
+                self.services.engine,
                 cap=self.settings.guild_monthly_reply_cap,
                 guild_id=guild_id,
                 now=self.services.clock.now(),
-                timezone=self.settings.timezone,
             )
         except Exception as exc:  # the database is down: the turn will fail and say so
             log.warning("reply.cap_check_failed", guild_id=guild_id, error=type(exc).__name__)
@@ -277,7 +276,7 @@ class ReplyCog(commands.Cog):
     async def _think(
         self, chat_id: int, guild_id: int | None, batch: list[discord.Message], live: LiveReply | None
     ) -> TurnResult:
-        ingest = self.services.extras.get("ingest")
+        ingest = self.services.ingest
         if ingest is not None:
             await ingest.flush(chat_id, timeout=FLUSH_TIMEOUT)
         triggers = tuple([await self._trigger(chat_id, message) for message in batch])
@@ -335,7 +334,7 @@ class ReplyCog(commands.Cog):
     async def _record(self, chat_id: int | None, guild_id: int | None, result: TurnResult) -> None:
         try:
             await record_turn_usage(
-                self.services.sessions,
+                self.services.engine,
                 chat_id=chat_id,
                 guild_id=guild_id,
                 model=await self.gate.model_for(guild_id),
