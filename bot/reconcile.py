@@ -31,9 +31,9 @@ import discord
 import structlog
 
 from bot.chats import channel_for_chat, is_dm, visible
-from memory.importers import message_text
 from memory.log import storable
 from memory.reconcile import PAGE, LoggedMessage, text_digest
+from memory.records import message_text
 
 if TYPE_CHECKING:
     from bot.ingest import ChannelQueue, Ingest

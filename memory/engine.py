@@ -25,11 +25,11 @@ from memory.erase import ErasureReport
 from memory.errors import ChatNotEmpty
 from memory.guild_settings import GuildSettingsStore
 from memory.import_write import ImportResult, write_import
-from memory.importers import ExportOrigin, ImportedMessage
 from memory.log import ChatKey, NewMessage
 from memory.mention_erasure import scrub_mentions
 from memory.models import Chat, GuildSettings, MemoryRow, OptOut
 from memory.pricing import PriceTable
+from memory.records import ExportOrigin, ImportedMessage
 from memory.summarizer import Summarizer
 from memory.view import PromptView, prompt_view
 

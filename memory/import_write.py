@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memory.importers import ExportOrigin, ImportedMessage
 from memory.log import NewMessage, append_many, from_import
 from memory.models import Chat
+from memory.records import ExportOrigin, ImportedMessage
 
 IMPORT_BATCH = 1000  # messages per multi-row insert; ~0.2 MB of text
 
