@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from memory.engine import ChatInfo
-from memory.log import ChatKey, NewMessage
-from memory.mentions import Rendered
+from memory import ChatInfo, ChatKey, NewMessage, Rendered
 
 if TYPE_CHECKING:
     from bot.services import Services

@@ -36,8 +36,8 @@ from bot.chats import message_to_new as message_to_new
 from bot.ingest_queue import Append, Backfill, ChannelQueue, Edit, Erase, Op, parent_id, transient
 from bot.mentions import MentionLookup
 from bot.reconcile import Reconcile, run_page
+from memory import Rendered
 from memory.errors import DuplicateEntry
-from memory.mentions import Rendered
 
 if TYPE_CHECKING:
     from bot.services import Services

@@ -29,6 +29,7 @@ import structlog
 from bot.chats import is_dm
 from bot.limits import SOMETHING_BROKE_NOTE
 from bot.settings import Settings
+from memory import GuildSettingsStore
 from memory.guild_policy import (
     Asker,
     BudgetLevel,
@@ -41,7 +42,6 @@ from memory.guild_policy import (
     month_key,
     refusal,
 )
-from memory.guild_settings import GuildSettingsStore
 
 log = structlog.get_logger(__name__)
 

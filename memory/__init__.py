@@ -14,8 +14,10 @@ from memory.config import MemoryConfig
 from memory.database import Database
 from memory.engine import ChatInfo, MemoryEngine, build
 from memory.erase import ErasureReport
+from memory.guild_settings import GuildSettingsStore
 from memory.import_write import ImportResult
 from memory.log import ChatKey, NewMessage
+from memory.mentions import Rendered
 from memory.pricing import PriceTable, Usage
 from memory.reconcile import DueWalk, LoggedMessage, ReconcileState
 from memory.stats import ChatStats, NodeDetail
@@ -31,6 +33,7 @@ __all__ = [
     "Database",
     "DueWalk",
     "ErasureReport",
+    "GuildSettingsStore",
     "ImportResult",
     "LoggedMessage",
     "MemoryConfig",
@@ -41,6 +44,7 @@ __all__ = [
     "PriceTable",
     "PromptView",
     "ReconcileState",
+    "Rendered",
     "Summarizer",
     "Usage",
     "WallClock",

@@ -25,7 +25,7 @@ from bot.services import Services
 from bot.status import memory_status, node_report
 from bot.tree import answer, interaction_ids, require_manage_guild, services_of
 from bot.ui import ConfirmView
-from memory.engine import ChatInfo
+from memory import ChatInfo
 from memory.errors import UserFacingError
 
 log = structlog.get_logger(__name__)

@@ -19,7 +19,7 @@ from bot.pagination import send_paged
 from bot.services import Services
 from bot.tree import answer, interaction_ids, services_of
 from bot.ui import ConfirmView
-from memory.engine import MemoryEngine
+from memory import MemoryEngine
 from memory.errors import UserFacingError
 from memory.reads import PAGE_INDENT
 
