@@ -21,7 +21,7 @@ from bot.database_runtime import open_database
 from bot.errors import CliError
 from bot.settings import Settings
 from bot.status import format_status
-from memory import MemoryEngine, Summarizer, migrate
+from memory import ImportJob, MemoryEngine, Summarizer, migrate
 from memory.author_map import read_author_map
 from memory.errors import ChatNotEmpty
 from memory.importers import ImportFormatError, count_messages, open_export
@@ -110,9 +110,8 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(str(exc)) from None
     async with _engine(settings) as engine:
         try:
-            result = await engine.import_export(
-                args.chat, origin, records, authors, lambda done: _progress(done, expected)
-            )
+            job = ImportJob(origin, records, authors)
+            result = await engine.import_export(args.chat, job, lambda done: _progress(done, expected))
         except ChatNotEmpty as exc:
             raise CliError(str(exc)) from None
         except ImportFormatError as exc:

@@ -15,7 +15,7 @@ from memory.database import Database
 from memory.engine import ChatInfo, MemoryEngine, build
 from memory.erase import ErasureReport
 from memory.guild_settings import GuildSettingsStore
-from memory.import_write import ImportResult
+from memory.import_write import ImportJob, ImportResult
 from memory.log import ChatKey, NewMessage
 from memory.mentions import Rendered
 from memory.pricing import PriceTable, Usage
@@ -34,6 +34,7 @@ __all__ = [
     "DueWalk",
     "ErasureReport",
     "GuildSettingsStore",
+    "ImportJob",
     "ImportResult",
     "LoggedMessage",
     "MemoryConfig",

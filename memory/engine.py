@@ -8,7 +8,7 @@ SQLAlchemy's. The ledger, statistics and reconcile methods live in memory/engine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
@@ -24,12 +24,11 @@ from memory.engine_books import EngineBooks
 from memory.erase import ErasureReport
 from memory.errors import ChatNotEmpty
 from memory.guild_settings import GuildSettingsStore
-from memory.import_write import ImportResult, write_import
+from memory.import_write import ImportJob, ImportResult, write_import
 from memory.log import ChatKey, NewMessage
 from memory.mention_erasure import scrub_mentions
 from memory.models import Chat, GuildSettings, MemoryRow, OptOut
 from memory.pricing import PriceTable
-from memory.records import ExportOrigin, ImportedMessage
 from memory.summarizer import Summarizer
 from memory.view import PromptView, prompt_view
 
@@ -96,14 +95,7 @@ class MemoryEngine(EngineBooks):
             rows = await s.scalars(select(Chat).where(Chat.discord_id.is_not(None)).order_by(Chat.id))
             return [_info(c) for c in rows.all()]
 
-    async def import_export(
-        self,
-        name: str,
-        origin: ExportOrigin,
-        records: Iterable[ImportedMessage],
-        authors: Mapping[str, int],
-        progress: Callable[[int], None],
-    ) -> ImportResult:
+    async def import_export(self, name: str, job: ImportJob, progress: Callable[[int], None]) -> ImportResult:
         """A parsed export into a new (or empty) imported chat named ``name``, in one
         transaction: a bad record (ImportFormatError) leaves nothing behind."""
         async with self.sessions() as s, s.begin():
@@ -113,7 +105,7 @@ class MemoryEngine(EngineBooks):
                 raise ChatNotEmpty(
                     f"chat {name!r} already has {existing} messages; import only into an empty chat"
                 )
-            return await write_import(s, chat_id, origin, records, authors, progress)
+            return await write_import(s, chat_id, job, progress)
 
     async def set_paused(self, chat_id: int, paused: bool) -> None:
         async with self.sessions() as s, s.begin():

@@ -17,25 +17,27 @@ IMPORT_BATCH = 1000  # messages per multi-row insert; ~0.2 MB of text
 
 
 @dataclass(frozen=True, slots=True)
+class ImportJob:
+    origin: ExportOrigin  # the guild and channel the export names (guild erasure finds it by them)
+    records: Iterable[ImportedMessage]
+    authors: Mapping[str, int]  # ids for authors the export names only by name
+
+
+@dataclass(frozen=True, slots=True)
 class ImportResult:
     messages: int  # written (duplicates of a snowflake are skipped)
     by_name: bool  # some authors are known only by name: `forget --user` cannot reach them
 
 
 async def write_import(
-    session: AsyncSession,
-    chat_id: int,
-    origin: ExportOrigin,
-    records: Iterable[ImportedMessage],
-    authors: Mapping[str, int],
-    progress: Callable[[int], None],
+    session: AsyncSession, chat_id: int, job: ImportJob, progress: Callable[[int], None]
 ) -> ImportResult:
-    """``authors``: ids for authors the export names only by name; ``progress`` gets the count
-    written after every batch."""
+    """``progress`` gets the count written after every batch."""
+    authors = job.authors
     index_of: dict[str, int] = {}
     batch: list[NewMessage] = []
     done, by_name = 0, False
-    for record in records:
+    for record in job.records:
         if record.author_id is None and record.author_name in authors:
             record = replace(record, author_id=authors[record.author_name])
         by_name = by_name or (record.author_id is None and not record.is_bot)
@@ -54,7 +56,9 @@ async def write_import(
     await session.execute(
         update(Chat)
         .where(Chat.id == chat_id)
-        .values(guild_id=origin.guild_id, source_channel_id=origin.channel_id, authors_by_name=by_name)
+        .values(
+            guild_id=job.origin.guild_id, source_channel_id=job.origin.channel_id, authors_by_name=by_name
+        )
     )
     return ImportResult(done, by_name)
 
