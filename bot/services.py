@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anthropic import AsyncAnthropic
 
@@ -27,3 +27,12 @@ class Services:
     # Set while the ingest cog is loaded (bot/cogs/ingest.py setup, cleared at teardown).
     ingest: Ingest | None = None
     reconciler: Reconciler | None = None
+
+
+def services_of(client: Any) -> Services:
+    """The bot's services (the composition root sets ``bot.services``)."""
+    services = getattr(client, "services", None)
+    if services is None:
+        raise RuntimeError("this bot was built without services; commands cannot run")
+    assert isinstance(services, Services)
+    return services

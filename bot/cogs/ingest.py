@@ -14,9 +14,9 @@ import discord
 import structlog
 from discord.ext import commands
 
-from bot.chats import services_of
 from bot.ingest import ChannelQueue, Ingest
 from bot.reconcile import Reconciler, absent_guilds
+from bot.services import services_of
 
 log = structlog.get_logger(__name__)
 

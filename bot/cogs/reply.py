@@ -33,7 +33,7 @@ from discord.ext import commands
 
 from bot.attachments import FileLimits, file_blocks, read_files, turn_sources
 from bot.cache_policy import TurnGaps
-from bot.chats import chat_for_channel, is_dm, services_of, visible
+from bot.chats import chat_for_channel, is_dm, visible
 from bot.cooldown import CooldownGate
 from bot.limits import (
     CAP_NOTE,
@@ -47,7 +47,7 @@ from bot.live_reply import REPLY_MENTIONS, LiveReply
 from bot.mentions import shown_text
 from bot.prompts import system_prompt
 from bot.reply_gate import ReplyGate
-from bot.services import Services
+from bot.services import Services, services_of
 from bot.splitting import split_message
 from bot.tools import TOOLS, ToolContext, ToolResult, post_forget_confirmation, run_tool
 from bot.turn import Trigger, TurnNote, TurnResult, run_turn
