@@ -1,4 +1,6 @@
-"""Engine and session factory. One session per unit of work; callers own the transaction."""
+"""Engine and session factory (one session per unit of work; callers own the transaction),
+DATABASE_URL checks that never repeat the URL, and the mapping of SQLAlchemy's errors to
+memory.errors that MemoryEngine applies to every method (:func:`translates_storage_errors`)."""
 
 from __future__ import annotations
 
