@@ -51,7 +51,7 @@ async def ingest_through_bot(
         await s.execute(update(Chat).where(Chat.id.in_(guilds)).values(guild_id=None))
     try:
         async with simcord.run(bot) as env:
-            ingest = services.extras["ingest"]
+            ingest = services.ingest
             assert isinstance(ingest, Ingest)
             guild = env.create_guild()
             channel = guild.create_text_channel("scale")

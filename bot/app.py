@@ -19,16 +19,14 @@ import discord.http
 import structlog
 import yarl
 
-from bot.database_runtime import Database
+import memory
 from bot.errors import CliError
 from bot.scheduler import CompactionScheduler
 from bot.services import Services
 from bot.settings import DISCORD_API_BASE, DISCORD_GATEWAY_URL, Settings
+from memory import Clock, Database, WallClock
 from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import make_client
-from memory.clock import Clock, WallClock
-from memory.compactor import Compactor
-from memory.engine import MemoryEngine
 
 log = structlog.get_logger(__name__)
 
@@ -64,16 +62,14 @@ def build_services(settings: Settings, db: Database, *, clock: Clock | None = No
     summarizer = AnthropicSummarizer(
         claude, model=settings.compact_model, node_bytes=settings.node_bytes, tries=settings.tries
     )
-    compactor = Compactor(db.sessions, config, summarizer, clock, prices=prices)
-    engine = MemoryEngine(db.sessions, config, compactor=compactor, clock=clock)
+    engine = memory.build(db.sessions, config, summarizer, clock=clock, prices=prices)
     return Services(
         settings=settings,
-        sessions=db.sessions,
         engine=engine,
         claude=claude,
         prices=prices,
         clock=clock,
-        scheduler=CompactionScheduler(compactor, db.sessions, engine=engine),
+        scheduler=CompactionScheduler(engine),
     )
 
 
@@ -110,7 +106,7 @@ async def run_bot(settings: Settings, db: Database) -> None:
         assert services.scheduler is not None
         services.scheduler.start()
         runner = asyncio.create_task(bot.start(token), name="discord")
-        heartbeat = _start_heartbeat(settings, bot, db)
+        heartbeat = _start_heartbeat(settings, bot, services.engine)
         stopper = asyncio.create_task(stop.wait(), name="stop-signal")
         try:
             await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -128,14 +124,14 @@ async def run_bot(settings: Settings, db: Database) -> None:
     log.info("bot.stopped")
 
 
-def _start_heartbeat(settings: Settings, bot: Any, db: Database) -> asyncio.Task[None] | None:
+def _start_heartbeat(settings: Settings, bot: Any, engine: memory.MemoryEngine) -> asyncio.Task[None] | None:
     """The heartbeat file `eva health` reads (bot/health.py), when HEALTH_FILE is set."""
     if settings.health_file is None:
         return None
     from bot.health import beat_forever
 
     return asyncio.create_task(
-        beat_forever(bot, db.sessions, settings.health_file, settings.health_interval), name="heartbeat"
+        beat_forever(bot, engine, settings.health_file, settings.health_interval), name="heartbeat"
     )
 
 

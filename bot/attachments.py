@@ -33,7 +33,7 @@ import discord
 import structlog
 
 from bot.chats import replied_snowflake
-from memory.engine import MemoryEngine
+from memory import MemoryEngine
 from memory.prompts import flatten, indent_continuations, neutralize_frames
 
 log = structlog.get_logger(__name__)

@@ -7,16 +7,12 @@ read or write another channel's memory.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 
-from memory.engine import ChatInfo
-from memory.log import ChatKey, NewMessage
-from memory.mentions import Rendered
-
-if TYPE_CHECKING:
-    from bot.services import Services
+from bot.services import services_of
+from memory import ChatInfo, ChatKey, NewMessage, Rendered
 
 # Guild channels whose messages are a conversation. Voice and stage channels have a text chat
 # of their own; forum and media posts are threads.
@@ -59,13 +55,6 @@ def is_dm(channel: Any) -> bool:
     return isinstance(channel, discord.DMChannel) or (
         isinstance(channel, discord.PartialMessageable) and channel.type == discord.ChannelType.private
     )
-
-
-def services_of(bot: discord.Client) -> Services:
-    services = getattr(bot, "services", None)
-    if services is None:
-        raise RuntimeError("this bot was built without services")
-    return services
 
 
 async def chat_for_channel(bot: discord.Client, channel: Any, person: Any = None) -> int | None:

@@ -7,13 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from bot.settings import Settings
-from memory.engine import MemoryEngine
-from memory.guild_policy import BudgetLevel, budget_level, month_start
-from memory.guild_settings import GuildSettingsStore
-from memory.ledger import cost_by_chat
+from memory import MemoryEngine
+from memory.guild_policy import BudgetLevel, budget_level
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +30,10 @@ class CostReport:
     budget: Decimal | None
 
 
-async def chat_costs(
-    sessions: async_sessionmaker[AsyncSession], engine: MemoryEngine, settings: Settings
-) -> CostReport:
+async def chat_costs(engine: MemoryEngine, settings: Settings) -> CostReport:
     now = engine.clock.now()
-    since = month_start(now, settings.timezone)
-    async with sessions() as session:
-        total, month = await cost_by_chat(session), await cost_by_chat(session, since=since)
+    since = engine.month_start(now)
+    total, month = await engine.cost_by_chat(), await engine.cost_by_chat(since)
     chats = [
         ChatCost(
             chat.name, chat.kind, await engine.message_count(chat.id),
@@ -53,7 +46,7 @@ async def chat_costs(
         chats=chats,
         month_from=since,
         timezone=settings.timezone,
-        month_total=await GuildSettingsStore(sessions).host_spent(now, settings.timezone),
+        month_total=await engine.guild_settings.host_spent(now, settings.timezone),
         budget=Decimal(str(budget)) if budget is not None and budget > 0 else None,
     )
 

@@ -37,7 +37,7 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     scope = args.guild.strip().lower() if args.guild is not None else None
     if scope is not None and scope not in ("dm", "0") and not scope.isdigit():
         raise CliError("--guild takes a Discord guild id, or 'dm' for direct messages")
-    async with _engine(settings) as (_db, engine):
+    async with _engine(settings) as engine:
         if scope is None:
             report = await engine.erase_author_everywhere(args.user)
         else:
@@ -57,7 +57,7 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_wipe(args: argparse.Namespace, settings: Settings) -> int:
-    async with _engine(settings) as (_db, engine):
+    async with _engine(settings) as engine:
         chat = await engine.find_chat(args.chat)
         if chat.kind in DELETED_WHOLE:
             report = await engine.delete_chat(chat.id)

@@ -11,31 +11,20 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import update
-
+import memory
 from bot.cli_args import chat_name, text
 from bot.cli_costs import chat_costs, format_costs
-from bot.database_runtime import Database, open_database
+from bot.database_runtime import open_database
 from bot.errors import CliError
 from bot.settings import Settings
 from bot.status import format_status
-from memory import migrate
+from memory import ImportJob, MemoryEngine, Summarizer, migrate
 from memory.author_map import read_author_map
-from memory.clock import WallClock
-from memory.compactor import Compactor
-from memory.engine import MemoryEngine
-from memory.importers import ImportedMessage, ImportFormatError, count_messages, open_export
-from memory.ledger import usage_summary
-from memory.log import ChatKey, NewMessage, append_many, ensure_chat, from_import
-from memory.models import Chat
-from memory.stats import chat_stats
-from memory.summarizer import Summarizer
-
-IMPORT_BATCH = 1000  # messages per multi-row insert; ~0.2 MB of text
+from memory.errors import ChatNotEmpty
+from memory.importers import ImportFormatError, count_messages, open_export
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:
@@ -100,19 +89,11 @@ def _summarizer(settings: Settings, fake: bool) -> Summarizer:
 
 
 @asynccontextmanager
-async def _engine(
-    settings: Settings, summarizer: Summarizer | None = None
-) -> AsyncIterator[tuple[Database, MemoryEngine]]:
+async def _engine(settings: Settings, summarizer: Summarizer | None = None) -> AsyncIterator[MemoryEngine]:
     async with open_database(settings) as db:
         if await migrate.current_revision(db.engine) != migrate.head_revision():
             await migrate.upgrade(db.engine)
-        config, clock = settings.memory_config(), WallClock()
-        compactor = (
-            Compactor(db.sessions, config, summarizer, clock, prices=settings.price_table())
-            if summarizer is not None
-            else None
-        )
-        yield db, MemoryEngine(db.sessions, config, compactor=compactor, clock=clock)
+        yield memory.build(db.sessions, settings.memory_config(), summarizer, prices=settings.price_table())
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
@@ -127,57 +108,22 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         origin, records = open_export(path)
     except (ImportFormatError, OSError) as exc:
         raise CliError(str(exc)) from None
-    async with _engine(settings) as (db, _engine_unused), db.sessions() as session, session.begin():
-        chat_id = await ensure_chat(session, ChatKey(kind="imported", name=args.chat), settings.timezone)
-        existing = await session.scalar(
-            Chat.__table__.select().with_only_columns(Chat.next_index).where(Chat.id == chat_id)
-        )
-        if existing:
-            raise CliError(
-                f"chat {args.chat!r} already has {existing} messages; import only into an empty chat"
-            )
-        index_of: dict[str, int] = {}
-        batch: list[tuple[ImportedMessage, NewMessage]] = []
-        done, by_name = 0, False
+    async with _engine(settings) as engine:
         try:
-            for record in records:
-                if record.author_id is None and record.author_name in authors:
-                    record = replace(record, author_id=authors[record.author_name])
-                by_name = by_name or (record.author_id is None and not record.is_bot)
-                reply = index_of.get(record.reply_to_source) if record.reply_to_source else None
-                batch.append((record, from_import(record, reply)))
-                # The index of a message is known once its batch is written; replies inside
-                # one batch are resolved by position.
-                if record.source_id is not None:
-                    index_of[record.source_id] = done + len(batch) - 1
-                if len(batch) >= IMPORT_BATCH:
-                    done += await _write(session, chat_id, batch)
-                    batch = []
-                    _progress(done, expected)
-            done += await _write(session, chat_id, batch)
+            job = ImportJob(origin, records, authors)
+            result = await engine.import_export(args.chat, job, lambda done: _progress(done, expected))
+        except ChatNotEmpty as exc:
+            raise CliError(str(exc)) from None
         except ImportFormatError as exc:
             raise CliError(f"{exc} (nothing was imported)") from None
-        # Who and where: guild erasure and `eva forget --user` find the chat by these.
-        await session.execute(
-            update(Chat)
-            .where(Chat.id == chat_id)
-            .values(guild_id=origin.guild_id, source_channel_id=origin.channel_id, authors_by_name=by_name)
-        )
-        _progress(done, expected, final=True)
-    print(f"imported {done} messages into chat {args.chat!r}")
-    if by_name:
+        _progress(result.messages, expected, final=True)
+    print(f"imported {result.messages} messages into chat {args.chat!r}")
+    if result.by_name:
         print(
             f"note: some authors of {args.chat!r} are known only by name, so `eva forget --user` cannot "
             "reach their messages; only `eva wipe --chat` erases them (or import again with --author-ids)"
         )
     return 0
-
-
-async def _write(session: Any, chat_id: int, batch: list[tuple[ImportedMessage, NewMessage]]) -> int:
-    if not batch:
-        return 0
-    assigned = await append_many(session, chat_id, [new for _, new in batch])
-    return sum(1 for index in assigned if index is not None)
 
 
 def _progress(done: int, total: int, final: bool = False) -> None:
@@ -191,7 +137,7 @@ def _progress(done: int, total: int, final: bool = False) -> None:
 
 async def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
     summarizer = _summarizer(settings, args.fake_model)
-    async with _engine(settings, summarizer) as (_db, engine):
+    async with _engine(settings, summarizer) as engine:
         chat = await engine.find_chat(args.chat)
         report = await engine.compact(chat.id, until_idle=args.until_idle, force_swap=True)
     print(
@@ -202,7 +148,7 @@ async def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_view(args: argparse.Namespace, settings: Settings) -> int:
-    async with _engine(settings) as (_db, engine):
+    async with _engine(settings) as engine:
         chat = await engine.find_chat(args.chat)
         view = await engine.prompt_view(chat.id)
     sys.stdout.write(view.render())
@@ -210,29 +156,28 @@ async def cmd_view(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_zoom(args: argparse.Namespace, settings: Settings) -> int:
-    async with _engine(settings) as (_db, engine):
+    async with _engine(settings) as engine:
         chat = await engine.find_chat(args.chat)
         print(await engine.zoom_address(chat.id, args.address, page=args.page))
     return 0
 
 
 async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
-    async with _engine(settings) as (_db, engine):
+    async with _engine(settings) as engine:
         chat = await engine.find_chat(args.chat)
         print(await engine.recall(chat.id, " ".join(args.words), author=args.author, limit=args.limit))
     return 0
 
 
 async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
-    async with _engine(settings) as (db, engine):
+    async with _engine(settings) as engine:
         if args.chat is None:
-            print(format_costs(await chat_costs(db.sessions, engine, settings)))
+            print(format_costs(await chat_costs(engine, settings)))
             return 0
         chat = await engine.find_chat(args.chat)
         now = engine.clock.now()
-        async with db.sessions() as session:
-            stats = await chat_stats(session, chat.id, now, engine.config)
-            usage = await usage_summary(session, chat_id=chat.id)
+        stats = await engine.chat_stats(chat.id, now)
+        usage = await engine.usage_summary(chat.id)
     print(format_status(chat.name, stats, now).replace("**", ""))
     print("All time:")
     for kind, totals in sorted(usage.by_kind.items()):

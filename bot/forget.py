@@ -21,7 +21,7 @@ def plural(count: int, word: str) -> str:
 
 async def refresh_opt_outs(services: Services, guild_id: int | None) -> None:
     """Tell ingest (when running in this process) that the opt-out list changed."""
-    ingest = services.extras.get("ingest")
+    ingest = services.ingest
     refresh = getattr(ingest, "refresh_opt_outs", None)
     if refresh is not None:
         await refresh(guild_id)

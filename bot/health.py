@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory import MemoryEngine
 
 log = structlog.get_logger(__name__)
 
@@ -66,30 +66,19 @@ def write(path: Path, beat: Heartbeat) -> None:
     os.replace(temporary, path)
 
 
-async def _database_answers(sessions: async_sessionmaker[AsyncSession]) -> bool:
-    try:
-        async with asyncio.timeout(PING_SECONDS), sessions() as session:
-            await session.execute(text("SELECT 1"))
-        return True
-    except Exception:
-        return False
-
-
 def gateway_connected(bot: Any) -> bool:
     """discord.py keeps `ws` while (re)connecting; it is open only once the session is live."""
     ws = getattr(bot, "ws", None)
     return bool(bot.is_ready() and not bot.is_closed() and ws is not None and ws.open)
 
 
-async def beat_forever(
-    bot: Any, sessions: async_sessionmaker[AsyncSession], path: Path, interval: float
-) -> None:
+async def beat_forever(bot: Any, engine: MemoryEngine, path: Path, interval: float) -> None:
     """Runs beside the bot (cancelled with it)."""
     # A file from before a restart must not vouch for this run.
     await asyncio.to_thread(path.unlink, missing_ok=True)
     answered_at: float | None = None
     while True:
-        if await _database_answers(sessions):
+        if await engine.answers(PING_SECONDS):
             answered_at = time.time()
         beat = Heartbeat(time.time(), gateway_connected(bot), answered_at, interval)
         try:

@@ -24,23 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import aiohttp
 import discord
 import structlog
-from discord import DiscordServerError
-from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from bot.chats import LOGGED_TYPES, channel_for_chat, chat_for_channel, is_dm, replied_snowflake, visible
+from bot.backfill import backfill_channel, queue_backfills
+from bot.chats import LOGGED_TYPES, chat_for_channel, is_dm, replied_snowflake, visible
 from bot.chats import message_to_new as message_to_new
+from bot.ingest_queue import Append, Backfill, ChannelQueue, Edit, Erase, Op, parent_id, transient
 from bot.mentions import MentionLookup
-from bot.reconcile import Reconcile, last_logged_times, run_page, window_start
-from memory.mentions import Rendered
+from bot.reconcile import Reconcile, run_page
+from memory import Rendered
+from memory.errors import DuplicateEntry
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -54,65 +51,8 @@ MAX_DRAINS = 8  # channels written at once: the database pool has 10 connections
 # Appends waiting in a channel's queue are written in one transaction, up to this many: at
 # ~0.3 ms a statement the chat row stays locked for ~80 ms at most.
 MAX_BATCH = 256
-UNKNOWN_CHANNEL = 10003  # Discord's error code: the channel was deleted
 
 T = TypeVar("T")
-
-
-def transient(exc: BaseException) -> bool:
-    """A failure that goes away by itself: the database or Discord is down or restarting
-    (connection refused, a connection dropped mid-statement, pool exhausted, 5xx)."""
-    if isinstance(exc, DBAPIError):
-        return bool(exc.connection_invalidated) or isinstance(exc, OperationalError | InterfaceError)
-    return isinstance(exc, OSError | TimeoutError | PoolTimeout | aiohttp.ClientError | DiscordServerError)
-
-
-# --- the queue -----------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Append:
-    message: discord.Message
-
-
-@dataclass(slots=True)
-class Edit:
-    message_id: int
-    content: str
-    attachments: tuple[str, ...]
-    message: discord.Message | None = None  # to show its mentions as names (bot/mentions.py)
-
-
-@dataclass(slots=True)
-class Erase:
-    message_ids: frozenset[int]
-
-
-@dataclass(slots=True)
-class Backfill:
-    chat_id: int | None = None  # None: resolve (and create) the chat from the channel
-    after: int | None = None  # start here when the chat has nothing logged yet
-
-
-Op = Append | Edit | Erase | Backfill | Reconcile
-
-
-@dataclass(eq=False)
-class ChannelQueue:
-    channel_id: int
-    guild_id: int | None
-    parent_id: int | None
-    channel: Any  # the latest Messageable seen for this channel (history, chat key)
-    ops: deque[Op] = field(default_factory=deque)
-    task: asyncio.Task[None] | None = None
-    recovery_pending: bool = False  # a Backfill for dropped messages is queued
-    last_accepted: int | None = None  # snowflake of the newest message queued
-    singly: int = 0  # ops to write one at a time: their batch failed for a non-transient reason
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def _parent_id(channel: Any) -> int | None:
-    return channel.parent_id if isinstance(channel, discord.Thread) else None
 
 
 class Ingest:
@@ -134,9 +74,9 @@ class Ingest:
         self.buffered = 0  # Append operations waiting or in flight
         self.dropped = 0
         self.is_open = False  # closed until the first backfill is queued (on_ready)
-        self._held_guilds: set[int] = set()
+        self.held_guilds: set[int] = set()
         self._opt_outs: dict[int, set[int]] = {}
-        self._channel_of_chat: dict[int, int] = {}
+        self.channel_of_chat: dict[int, int] = {}
         self._drains = asyncio.Semaphore(MAX_DRAINS)
         self.mentions = MentionLookup(bot)
         self._database_down = False
@@ -157,41 +97,41 @@ class Ingest:
         """Queue a live message; False when it is not logged here or had to be dropped."""
         if self._closed or not self.loggable(message):
             return False
-        q = self._queue(message.channel, message.guild.id if message.guild else None)
+        q = self.queue_for(message.channel, message.guild.id if message.guild else None)
         if self.buffered >= self.max_buffered:
             self.dropped += 1
             log.warning("ingest.buffer_full", channel_id=q.channel_id, message_id=message.id)
             if not q.recovery_pending:
                 after = q.last_accepted if q.last_accepted is not None else message.id - 1
                 q.recovery_pending = True
-                self._push(q, Backfill(after=after))
+                self.push(q, Backfill(after=after))
             return False
         self.buffered += 1
         q.last_accepted = message.id
-        self._push(q, Append(message))
+        self.push(q, Append(message))
         return True
 
     def queue_edit(self, channel: Any, guild_id: int | None, message: discord.Message) -> None:
         content, tags = visible(message)
-        self._push(self._queue(channel, guild_id), Edit(message.id, content, tags, message))
+        self.push(self.queue_for(channel, guild_id), Edit(message.id, content, tags, message))
 
     def queue_erase(self, channel: Any, guild_id: int | None, message_ids: set[int]) -> None:
         if message_ids:
-            self._push(self._queue(channel, guild_id), Erase(frozenset(message_ids)))
+            self.push(self.queue_for(channel, guild_id), Erase(frozenset(message_ids)))
 
     def queue_reconcile(self, channel: Any, guild_id: int | None, op: Reconcile) -> None:
-        self._push(self._queue(channel, guild_id), op)
+        self.push(self.queue_for(channel, guild_id), op)
 
-    def _queue(self, channel: Any, guild_id: int | None) -> ChannelQueue:
+    def queue_for(self, channel: Any, guild_id: int | None) -> ChannelQueue:
         q = self.queues.get(channel.id)
         if q is None:
-            q = self.queues[channel.id] = ChannelQueue(channel.id, guild_id, _parent_id(channel), channel)
+            q = self.queues[channel.id] = ChannelQueue(channel.id, guild_id, parent_id(channel), channel)
             q.idle.set()
         elif not isinstance(channel, discord.PartialMessageable) or isinstance(q.channel, type(channel)):
             q.channel = channel
         return q
 
-    def _push(self, q: ChannelQueue, op: Op, *, first: bool = False) -> None:
+    def push(self, q: ChannelQueue, op: Op, *, first: bool = False) -> None:
         if first:
             q.ops.appendleft(op)
         else:
@@ -201,13 +141,13 @@ class Ingest:
 
     # --- draining
     def _may_run(self, q: ChannelQueue) -> bool:
-        return self.is_open and not self._closed and q.guild_id not in self._held_guilds
+        return self.is_open and not self._closed and q.guild_id not in self.held_guilds
 
     def _kick(self, q: ChannelQueue) -> None:
         if q.task is None and q.ops and self._may_run(q):
             q.task = asyncio.create_task(self._drain(q), name=f"ingest-{q.channel_id}")
 
-    def _kick_all(self) -> None:
+    def kick_all(self) -> None:
         for q in list(self.queues.values()):
             self._kick(q)
 
@@ -299,14 +239,14 @@ class Ingest:
         if isinstance(op, Append):
             me, author = self.bot.user, op.message.author
             person = author if is_dm(op.message.channel) and (me is None or author.id != me.id) else None
-            chat_id = await self._chat(q, op.message.channel, person)
+            chat_id = await self.chat_of(q, op.message.channel, person)
             if chat_id is not None:
                 await self.store(chat_id, op.message)
             return
         if isinstance(op, Reconcile):
             following = await run_page(self, q, op)
             if following is not None:
-                self._push(q, following)  # behind what arrived meanwhile: live messages keep flowing
+                self.push(q, following)  # behind what arrived meanwhile: live messages keep flowing
             return
         info = await self.engine.chat_by_discord_id(q.channel_id)
         if isinstance(op, Edit):
@@ -323,7 +263,7 @@ class Ingest:
                 if report.messages:
                     log.info("ingest.erased", chat_id=info.id, messages=report.messages, lines=report.nodes)
         else:
-            await self._backfill(q, op)
+            await backfill_channel(self, q, op)
 
     async def _apply_appends(self, q: ChannelQueue, batch: list[Append]) -> None:
         """Several messages of one channel in one transaction, in order (what store() does for
@@ -333,7 +273,7 @@ class Ingest:
         if is_dm(channel):
             authors = (op.message.author for op in batch)
             person = next((a for a in authors if me is None or a.id != me.id), None)
-        chat_id = await self._chat(q, channel, person)
+        chat_id = await self.chat_of(q, channel, person)
         if chat_id is None:
             return
         items = []
@@ -347,10 +287,10 @@ class Ingest:
         if any(index is not None for index in indexes) and self.services.scheduler is not None:
             self.services.scheduler.mark_dirty(chat_id)
 
-    async def _chat(self, q: ChannelQueue, channel: Any, person: Any = None) -> int | None:
+    async def chat_of(self, q: ChannelQueue, channel: Any, person: Any = None) -> int | None:
         chat_id = await chat_for_channel(self.bot, channel, person)
         if chat_id is not None:
-            self._channel_of_chat[chat_id] = q.channel_id
+            self.channel_of_chat[chat_id] = q.channel_id
         return chat_id
 
     async def store(self, chat_id: int, message: discord.Message) -> int | None:
@@ -363,7 +303,7 @@ class Ingest:
         rendered = await self.mentions.render(message, visible(message)[0], await self.hidden_people(message))
         try:
             index = await self.engine.append(chat_id, message_to_new(message, reply_index, rendered))
-        except IntegrityError:
+        except DuplicateEntry:
             return None  # the same snowflake, appended by a racing writer
         if index is not None and self.services.scheduler is not None:
             self.services.scheduler.mark_dirty(chat_id)
@@ -395,39 +335,12 @@ class Ingest:
         scope = guild_id or 0
         self._opt_outs[scope] = await self.engine.opted_out(guild_id or None)
 
-    async def _backfill(self, q: ChannelQueue, op: Backfill) -> None:
-        """Log the channel's history after its last logged message, oldest first. Idempotent
-        (duplicates are skipped), so a retry after an outage starts over safely."""
-        chat_id = op.chat_id if op.chat_id is not None else await self._chat(q, q.channel)
-        if chat_id is None:
-            return
-        self._channel_of_chat[chat_id] = q.channel_id
-        starts = [s for s in (await self.engine.last_snowflake(chat_id), op.after) if s is not None]
-        if not starts:
-            return
-        written = 0
-        try:
-            history = q.channel.history(limit=None, after=discord.Object(min(starts)), oldest_first=True)
-            async for message in history:
-                if self.loggable(message) and await self.store(chat_id, message) is not None:
-                    written += 1
-        except discord.NotFound as exc:
-            if exc.code == UNKNOWN_CHANNEL:  # deleted while we were away
-                await self.engine.forget_discord_chat(q.channel_id)
-                log.info("ingest.channel_gone", channel_id=q.channel_id, chat_id=chat_id)
-            return
-        except discord.Forbidden:
-            log.warning("ingest.backfill_forbidden", channel_id=q.channel_id, chat_id=chat_id)
-            return
-        if written:
-            log.info("ingest.backfilled", channel_id=q.channel_id, chat_id=chat_id, messages=written)
-
     # --- flush and lifecycle
     async def flush(self, chat_id: int | None = None, timeout: float | None = None) -> bool:  # noqa: ASYNC109
         """Wait until everything queued for this chat (every chat: None, or a chat not seen by
         ingest yet) is written; False when ``timeout`` seconds passed first (the reply cog
         bounds its wait this way: while the database is down nothing gets written)."""
-        channel_id = self._channel_of_chat.get(chat_id) if chat_id is not None else None
+        channel_id = self.channel_of_chat.get(chat_id) if chat_id is not None else None
         if channel_id is not None:
             queues = [self.queues[channel_id]] if channel_id in self.queues else []
         else:
@@ -447,41 +360,13 @@ class Ingest:
         if guild_id is None:
             self.is_open = False
         else:
-            self._held_guilds.add(guild_id)
+            self.held_guilds.add(guild_id)
 
     async def resync(self, guild_id: int | None = None, *, reconcile: bool = True) -> int:
         """Queue a backfill at the head of each logged channel's queue (of one guild, or all),
         then (``reconcile``: events were lost) a comparison of the window around the outage
         with Discord (bot/reconcile.py), then write again. Returns the number of channels queued."""
-        try:
-            chats = await self.retrying(self.engine.logged_discord_chats)
-            # Read before any backfill runs: the newest message logged before the outage.
-            last_at = await self.retrying(lambda: last_logged_times(self.services, [c.id for c in chats]))
-        except Exception as exc:  # a bug must not keep the gate shut: log live messages anyway
-            log.error("ingest.resync_failed", guild_id=guild_id, error=type(exc).__name__)
-            chats, last_at = [], {}
-        queued = 0
-        for info in chats:
-            if guild_id is not None and info.guild_id != guild_id:
-                continue
-            if info.paused or (info.kind == "dm" and not self.settings.reply_in_dms):
-                continue
-            channel = channel_for_chat(self.bot, info)
-            if channel is None:
-                continue
-            self._channel_of_chat[info.id] = channel.id
-            q = self._queue(channel, info.guild_id)
-            self._push(q, Backfill(chat_id=info.id), first=True)
-            after = window_start(last_at.get(info.id), self.settings.reconcile_recent) if reconcile else None
-            if after is not None:
-                q.ops.insert(1, Reconcile(info.id, after))  # right behind its backfill, before live events
-            queued += 1
-        if guild_id is None:
-            self.is_open = True
-        else:
-            self._held_guilds.discard(guild_id)
-        self._kick_all()
-        return queued
+        return await queue_backfills(self, guild_id, reconcile=reconcile)
 
     async def forget_channels(
         self, match: Callable[[ChannelQueue], bool], forget: Callable[[], Awaitable[ErasureReport]]

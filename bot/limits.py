@@ -18,13 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import distinct, func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
-from memory.guild_policy import month_start
-from memory.ledger import record_usage
-from memory.models import UsageEntry
-from memory.pricing import PriceTable, Usage
+from memory import MemoryEngine, PriceTable, Usage
 
 CAP_NOTE = (
     "I've used up this server's replies for the month, so I'll be quiet until the 1st. "
@@ -39,7 +33,7 @@ EMPTY_REPLY_NOTE = "Hm, I lost my train of thought. Ask me again?"
 
 
 async def record_turn_usage(
-    sessions: async_sessionmaker[AsyncSession],
+    engine: MemoryEngine,
     *,
     chat_id: int | None,
     guild_id: int | None,
@@ -48,46 +42,19 @@ async def record_turn_usage(
     prices: PriceTable,
 ) -> None:
     """Every model call of one turn, in one transaction (see the module docstring)."""
-    if not usages:
-        return
-    async with sessions() as session, session.begin():
-        for usage in usages:
-            await record_usage(
-                session,
-                chat_id=chat_id,
-                guild_id=guild_id,
-                kind="reply",
-                model=model,
-                usage=usage,
-                prices=prices,
-            )
+    await engine.record_usage(
+        chat_id=chat_id, guild_id=guild_id, kind="reply", model=model, usages=usages, prices=prices
+    )
 
 
-async def replies_this_month(
-    sessions: async_sessionmaker[AsyncSession], guild_id: int, now: datetime, timezone: str
-) -> int:
-    """Reply turns recorded for ``guild_id`` since the 1st of this month (uses the ledger's
-    (guild_id, created_at) index)."""
-    async with sessions() as session:
-        count = await session.scalar(
-            select(func.count(distinct(UsageEntry.created_at))).where(
-                UsageEntry.guild_id == guild_id,
-                UsageEntry.kind == "reply",
-                UsageEntry.created_at >= month_start(now, timezone),
-            )
-        )
-    return int(count or 0)
+async def replies_this_month(engine: MemoryEngine, guild_id: int, now: datetime) -> int:
+    """Reply turns recorded for ``guild_id`` since the 1st of this month in the configured zone
+    (the month `/memory status` shows: MemoryEngine.month_start)."""
+    return await engine.reply_turns_since(guild_id, engine.month_start(now))
 
 
-async def over_monthly_cap(
-    sessions: async_sessionmaker[AsyncSession],
-    *,
-    cap: int,
-    guild_id: int | None,
-    now: datetime,
-    timezone: str,
-) -> bool:
+async def over_monthly_cap(engine: MemoryEngine, *, cap: int, guild_id: int | None, now: datetime) -> bool:
     """True when the guild has used its monthly reply turns (never for DMs or with cap 0)."""
     if cap <= 0 or guild_id is None:
         return False
-    return await replies_this_month(sessions, guild_id, now, timezone) >= cap
+    return await replies_this_month(engine, guild_id, now) >= cap

@@ -145,7 +145,7 @@ def _public(channel: Any, guild: discord.Guild) -> bool:
 async def shown_text(services: Any, message: discord.Message, content: str) -> str:
     """``content`` with its mentions as names, as ingest logs it, for a message that is shown
     to the model without being logged (its author opted out, or the chat is paused)."""
-    ingest = services.extras.get("ingest")
+    ingest = services.ingest
     lookup = getattr(ingest, "mentions", None)
     if ingest is None or not isinstance(lookup, MentionLookup):
         return content

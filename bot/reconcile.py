@@ -31,25 +31,12 @@ import discord
 import structlog
 
 from bot.chats import channel_for_chat, is_dm, visible
-from memory.engine import ChatInfo
-from memory.importers import message_text
 from memory.log import storable
-from memory.models import Chat
-from memory.reconcile import (
-    PAGE,
-    LoggedMessage,
-    claim_due,
-    ensure_cursors,
-    last_message_times,
-    logged_after,
-    recent_done,
-    text_digest,
-    walk_page_done,
-)
+from memory.reconcile import PAGE, LoggedMessage, text_digest
+from memory.records import message_text
 
 if TYPE_CHECKING:
     from bot.ingest import ChannelQueue, Ingest
-    from bot.services import Services
 
 log = structlog.get_logger(__name__)
 
@@ -120,11 +107,6 @@ def absent_guilds(logged: Iterable[int], ready: Iterable[int]) -> set[int]:
     return set(logged) - set(ready)
 
 
-async def last_logged_times(services: Services, chat_ids: list[int]) -> dict[int, datetime | None]:
-    async with services.sessions() as s:
-        return await last_message_times(s, chat_ids)
-
-
 def window_start(last_message_at: datetime | None, recent: float) -> int | None:
     """The snowflake after which a chat is compared on reconnect; None: nothing logged."""
     if last_message_at is None:
@@ -177,8 +159,7 @@ async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile 
         return None
     full = len(page) == PAGE
     until = max(m.snowflake for m in page) if full else None
-    async with services.sessions() as s:
-        logged = await logged_after(s, op.chat_id, op.after, until)
+    logged = await engine.logged_after(op.chat_id, op.after, until)
     plan = plan_page(logged, page, op.after, full=full, compare_text=ingest.bot.intents.message_content)
     if plan.erase:
         report = await engine.erase_messages(op.chat_id, plan.erase)
@@ -190,13 +171,11 @@ async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile 
     now = services.clock.now()
     if op.walk:
         period = timedelta(seconds=ingest.settings.reconcile_period)
-        async with services.sessions() as s, s.begin():
-            await walk_page_done(s, op.chat_id, plan.next_after, now, period)
+        await engine.walk_page_done(op.chat_id, plan.next_after, now, period)
         return None  # the walk's next page waits for its turn (Reconciler.step)
     if plan.next_after is not None:
         return Reconcile(op.chat_id, plan.next_after)
-    async with services.sessions() as s, s.begin():
-        await recent_done(s, op.chat_id, now)
+    await engine.recent_done(op.chat_id, now)
     log.info("reconcile.window_done", chat_id=op.chat_id)
     return None
 
@@ -220,19 +199,15 @@ class Reconciler:
             return 0  # not connected: the walk waits (due pages stay due)
         services = ingest.services
         now = services.clock.now()
-        async with services.sessions() as s, s.begin():
-            await ensure_cursors(s, now)
-            due = await claim_due(s, now, LEASE, PAGES_PER_TICK)
+        due = await services.engine.claim_due_walks(now, LEASE, PAGES_PER_TICK)
         queued = 0
         for walk in due:
-            async with services.sessions() as s:
-                chat = await s.get(Chat, walk.chat_id)
-            if chat is None or chat.logging_paused or chat.discord_id is None:
+            chat = await services.engine.chat(walk.chat_id)
+            if chat is None or chat.paused or chat.discord_id is None:
                 continue
             if chat.kind == "dm" and not ingest.settings.reply_in_dms:
                 continue
-            info = ChatInfo(chat.id, chat.discord_id, chat.guild_id, chat.kind, chat.name, False)
-            channel = channel_for_chat(ingest.bot, info)
+            channel = channel_for_chat(ingest.bot, chat)
             if channel is None:
                 continue  # its guild is unavailable or the thread archived: claimed again after the lease
             ingest.queue_reconcile(channel, chat.guild_id, Reconcile(chat.id, walk.after, walk=True))

@@ -29,6 +29,7 @@ import structlog
 from bot.chats import is_dm
 from bot.limits import SOMETHING_BROKE_NOTE
 from bot.settings import Settings
+from memory import GuildSettingsStore
 from memory.guild_policy import (
     Asker,
     BudgetLevel,
@@ -41,7 +42,6 @@ from memory.guild_policy import (
     month_key,
     refusal,
 )
-from memory.guild_settings import GuildSettingsStore
 
 log = structlog.get_logger(__name__)
 
@@ -81,11 +81,7 @@ def defaults_from(settings: Settings) -> Defaults:
 
 def store_of(services: Any) -> GuildSettingsStore:
     """The one store of a bot process (the cog and the gate share it)."""
-    store = services.extras.get("guild_settings")
-    if store is None:
-        store = GuildSettingsStore(services.sessions, services.settings.timezone)
-        services.extras["guild_settings"] = store
-    assert isinstance(store, GuildSettingsStore)
+    store: GuildSettingsStore = services.engine.guild_settings
     return store
 
 

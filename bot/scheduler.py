@@ -27,12 +27,8 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.compactor import Compactor, PassReport
-from memory.engine import MemoryEngine
-from memory.models import Chat
+from memory import MemoryEngine, PassReport
 
 log = structlog.get_logger(__name__)
 
@@ -61,15 +57,15 @@ class TickReport:
 class CompactionScheduler:
     def __init__(
         self,
-        compactor: Compactor,
-        sessions: async_sessionmaker[AsyncSession],
+        engine: MemoryEngine,
         *,
         interval: float = TICK_SECONDS,
         sweep_every: float = SWEEP_SECONDS,
         chats_at_once: int = CHATS_AT_ONCE,
-        engine: MemoryEngine | None = None,
     ) -> None:
-        self.compactor, self.sessions, self.engine = compactor, sessions, engine
+        if engine.compactor is None:
+            raise ValueError("the scheduler needs an engine built with a compactor")
+        self.engine, self.compactor = engine, engine.compactor
         self._next_purge = 0.0  # monotonic time
         self.interval, self.sweep_every = interval, sweep_every
         self._slots = asyncio.Semaphore(chats_at_once)
@@ -142,15 +138,13 @@ class CompactionScheduler:
 
     async def _chats_to_visit(self, dirty: set[int]) -> list[int]:
         chats = set(dirty) | set(await self.compactor.chats_with_work())
-        async with self.sessions() as session:
-            if time.monotonic() >= self._next_sweep:
-                chats |= set((await session.scalars(select(Chat.id))).all())
-                self._next_sweep = time.monotonic() + self.sweep_every
-            elif self._last_tick_at is not None:
-                # A minute of slack: clocks of two machines, and transactions in flight.
-                since = self._last_tick_at - timedelta(seconds=60)
-                recent = await session.scalars(select(Chat.id).where(Chat.last_message_at >= since))
-                chats |= set(recent.all())
+        if time.monotonic() >= self._next_sweep:
+            chats |= set(await self.engine.chat_ids())
+            self._next_sweep = time.monotonic() + self.sweep_every
+        elif self._last_tick_at is not None:
+            # A minute of slack: clocks of two machines, and transactions in flight.
+            since = self._last_tick_at - timedelta(seconds=60)
+            chats |= set(await self.engine.chat_ids(active_since=since))
         return sorted(chats)
 
     async def _run_chat(self, chat_id: int, report: TickReport) -> None:
@@ -164,7 +158,7 @@ class CompactionScheduler:
 
     async def _purge(self) -> None:
         engine = self.engine
-        if engine is None or not engine.purge_due or time.monotonic() < self._next_purge:
+        if not engine.purge_due or time.monotonic() < self._next_purge:
             return
         self._next_purge = time.monotonic() + PURGE_SECONDS
         try:

@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anthropic import AsyncAnthropic
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.settings import Settings
-from memory.clock import Clock
-from memory.engine import MemoryEngine
-from memory.pricing import PriceTable
+from memory import Clock, MemoryEngine, PriceTable
 
 if TYPE_CHECKING:
+    from bot.ingest import Ingest
+    from bot.reconcile import Reconciler
     from bot.scheduler import CompactionScheduler
 
 
 @dataclass
 class Services:
     settings: Settings
-    sessions: async_sessionmaker[AsyncSession]
-    engine: MemoryEngine  # the memory: log, tree, row, zoom, recall, erasure
+    engine: MemoryEngine  # the memory: log, tree, row, zoom, recall, erasure, ledger, stats
     claude: AsyncAnthropic  # replies (the SDK's own retries); compaction uses its own copy
     prices: PriceTable
     clock: Clock
     scheduler: CompactionScheduler | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    # Set while the ingest cog is loaded (bot/cogs/ingest.py setup, cleared at teardown).
+    ingest: Ingest | None = None
+    reconciler: Reconciler | None = None
+
+
+def services_of(client: Any) -> Services:
+    """The bot's services (the composition root sets ``bot.services``)."""
+    services = getattr(client, "services", None)
+    if services is None:
+        raise RuntimeError("this bot was built without services; commands cannot run")
+    assert isinstance(services, Services)
+    return services

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memory.config import MemoryConfig
+from memory import MemoryConfig
 from memory.pricing import ModelPrice, PriceTable, default_prices
 
 DISCORD_API_BASE = "https://discord.com/api/v10"

@@ -8,31 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
-from memory.database import normalize_url
-
-POSTGRES_DRIVERS = ("postgresql", "postgresql+asyncpg")
-DATABASE_URL_SHAPE = "postgresql://user:password@host:5432/database"
+from memory.database import url_problem
 
 
 def database_url_problem(url: str) -> str | None:
     """None for an empty value (the embedded server is used) or a PostgreSQL URL naming a host
     or a socket folder, and a database."""
-    if not url:
-        return None
-    try:
-        parsed = make_url(normalize_url(url))
-    except (ArgumentError, ValueError):
-        return f"not a URL; expected {DATABASE_URL_SHAPE}"
-    if parsed.drivername not in POSTGRES_DRIVERS:
-        return f"not a PostgreSQL URL (scheme {parsed.drivername!r}); expected {DATABASE_URL_SHAPE}"
-    if not parsed.database:
-        return f"names no database; expected {DATABASE_URL_SHAPE}"
-    if not parsed.host and "host" not in parsed.query:
-        return f"names no host; expected {DATABASE_URL_SHAPE}"
-    return None
+    return url_problem(url)
 
 
 def persona_problem(persona_file: Path | None) -> str | None:

@@ -6,8 +6,7 @@ from datetime import datetime
 
 from bot.forget import plural
 from bot.services import Services
-from memory.reconcile import ReconcileState, reconcile_state
-from memory.stats import ChatStats, NodeDetail, chat_stats, node_detail
+from memory import ChatStats, NodeDetail, ReconcileState
 
 
 def _when(moment: datetime | None) -> str:
@@ -65,9 +64,8 @@ def format_reconciled(state: ReconcileState) -> str:
 
 async def memory_status(services: Services, chat_id: int, label: str) -> str:
     now = services.clock.now()
-    async with services.sessions() as session:
-        stats = await chat_stats(session, chat_id, now, services.engine.config)
-        reconciled = await reconcile_state(session, chat_id)
+    stats = await services.engine.chat_stats(chat_id, now)
+    reconciled = await services.engine.reconcile_state(chat_id)
     return format_status(label, stats, now) + "\n" + format_reconciled(reconciled)
 
 
@@ -95,6 +93,5 @@ def format_node(detail: NodeDetail) -> str:
 
 
 async def node_report(services: Services, chat_id: int, address: str) -> str:
-    async with services.sessions() as session:
-        detail = await node_detail(session, chat_id, address)
+    detail = await services.engine.node_detail(chat_id, address)
     return format_node(detail)

@@ -19,8 +19,9 @@ from typing import Any
 import discord
 import structlog
 from discord import app_commands
+from discord.ext import commands
 
-from bot.services import Services
+from bot.services import Services, services_of
 from memory.errors import UserFacingError
 
 log = structlog.get_logger(__name__)
@@ -35,14 +36,6 @@ OUT_OF_DATE = "This command is out of date here: the bot's host needs to run `ev
 # Interaction (the 3-second window passed), Interaction has already been acknowledged,
 # Invalid Webhook Token (the 15-minute token expired).
 GONE_CODES = frozenset({10015, 10062, 40060, 50027})
-
-
-def services_of(client: discord.Client) -> Services:
-    """The bot's services (the composition root sets ``bot.services``)."""
-    services = getattr(client, "services", None)
-    if not isinstance(services, Services):
-        raise RuntimeError("this bot was built without services; commands cannot run")
-    return services
 
 
 def interaction_ids(interaction: discord.Interaction) -> dict[str, Any]:
@@ -163,3 +156,22 @@ def require_manage_guild(interaction: discord.Interaction) -> bool:
     if not interaction.permissions.manage_guild:
         raise app_commands.MissingPermissions(["manage_guild"])
     return True
+
+
+class ServicesCog(commands.Cog):
+    """A cog whose commands reach the bot's services (looked up on each use, so a cog loaded
+    before the services were set still finds them)."""
+
+    def __init__(self, bot: commands.Bot) -> None:
+        self.bot = bot
+
+    @property
+    def services(self) -> Services:
+        return services_of(self.bot)
+
+
+class ManagersCog(ServicesCog):
+    """A command group only people who may manage the server use (/memory, /settings)."""
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return require_manage_guild(interaction)

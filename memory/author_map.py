@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from memory.importers import ImportFormatError
+from memory.import_fields import ImportFormatError
 
 MAX_ID = 2**63  # PostgreSQL bigint, and every Discord id
 

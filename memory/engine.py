@@ -1,12 +1,14 @@
 """The memory engine's public API: what `bot/`, the CLI and the benchmarks call.
 
 Each method is one unit of work with its own session and transaction. Nothing here knows
-Discord: chats are keyed by plain ids, messages arrive as :class:`NewMessage`.
+Discord: chats are keyed by plain ids, messages arrive as :class:`NewMessage`. Database failures
+leave as :mod:`memory.errors` (DatabaseUnavailable, DuplicateEntry, StorageError), never as
+SQLAlchemy's. The ledger, statistics and reconcile methods live in memory/engine_books.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
@@ -17,10 +19,17 @@ from memory import erase, erase_everywhere, frame_tags, log, reads
 from memory.clock import Clock, WallClock
 from memory.compactor import Compactor, PassReport
 from memory.config import MemoryConfig
+from memory.database import translates_storage_errors
+from memory.engine_books import EngineBooks
 from memory.erase import ErasureReport
+from memory.errors import ChatNotEmpty
+from memory.guild_settings import GuildSettingsStore
+from memory.import_write import ImportJob, ImportResult, write_import
 from memory.log import ChatKey, NewMessage
 from memory.mention_erasure import scrub_mentions
 from memory.models import Chat, GuildSettings, MemoryRow, OptOut
+from memory.pricing import PriceTable
+from memory.summarizer import Summarizer
 from memory.view import PromptView, prompt_view
 
 DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
@@ -37,7 +46,8 @@ class ChatInfo:
     recipient_id: int | None = None  # a DM chat's person
 
 
-class MemoryEngine:
+@translates_storage_errors
+class MemoryEngine(EngineBooks):
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -50,6 +60,8 @@ class MemoryEngine:
         frame_tags.prepare()  # once per process, before the first message needs it
         self.compactor = compactor
         self.clock = clock or WallClock()
+        # One per process: the reply gate, the settings cog and `eva stats` share it.
+        self.guild_settings = GuildSettingsStore(sessions, config.timezone)
         # Set by every erasure and edit: the old row versions still hold the words in the
         # table files until VACUUM (see :meth:`purge`; the bot's scheduler runs it).
         self.purge_due = False
@@ -62,6 +74,11 @@ class MemoryEngine:
     async def chat_by_discord_id(self, discord_id: int) -> ChatInfo | None:
         async with self.sessions() as s:
             chat = await s.scalar(select(Chat).where(Chat.discord_id == discord_id))
+            return _info(chat) if chat else None
+
+    async def chat(self, chat_id: int) -> ChatInfo | None:
+        async with self.sessions() as s:
+            chat = await s.get(Chat, chat_id)
             return _info(chat) if chat else None
 
     async def find_chat(self, ref: str) -> ChatInfo:
@@ -77,6 +94,18 @@ class MemoryEngine:
         async with self.sessions() as s:
             rows = await s.scalars(select(Chat).where(Chat.discord_id.is_not(None)).order_by(Chat.id))
             return [_info(c) for c in rows.all()]
+
+    async def import_export(self, name: str, job: ImportJob, progress: Callable[[int], None]) -> ImportResult:
+        """A parsed export into a new (or empty) imported chat named ``name``, in one
+        transaction: a bad record (ImportFormatError) leaves nothing behind."""
+        async with self.sessions() as s, s.begin():
+            chat_id = await log.ensure_chat(s, ChatKey(kind="imported", name=name), self.config.timezone)
+            existing = await s.scalar(select(Chat.next_index).where(Chat.id == chat_id))
+            if existing:
+                raise ChatNotEmpty(
+                    f"chat {name!r} already has {existing} messages; import only into an empty chat"
+                )
+            return await write_import(s, chat_id, job, progress)
 
     async def set_paused(self, chat_id: int, paused: bool) -> None:
         async with self.sessions() as s, s.begin():
@@ -303,3 +332,20 @@ def _info(chat: Chat) -> ChatInfo:
     return ChatInfo(
         chat.id, chat.discord_id, chat.guild_id, chat.kind, chat.name, chat.logging_paused, chat.recipient_id
     )
+
+
+def build(
+    sessions: async_sessionmaker[AsyncSession],
+    config: MemoryConfig,
+    summarizer: Summarizer | None = None,
+    *,
+    clock: Clock | None = None,
+    prices: PriceTable | None = None,
+) -> MemoryEngine:
+    """The engine and, given a summarizer, its compactor (``engine.compactor``), sharing one
+    clock: the one wiring of the memory for the bot, the CLI, the benchmarks and the tests."""
+    clock = clock or WallClock()
+    compactor = None
+    if summarizer is not None:
+        compactor = Compactor(sessions, config, summarizer, clock, prices=prices)
+    return MemoryEngine(sessions, config, compactor=compactor, clock=clock)

@@ -16,12 +16,12 @@ from datetime import datetime
 from sqlalchemy import Text, cast, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from memory.importers import message_text
 from memory.log import storable, tail_line_bytes
 from memory.mention_erasure import scrub_mentions
 from memory.mentions import with_raw_mentions
 from memory.models import Chat, MemoryRow, Message, TreeNode
 from memory.nodes import NodeWrite, delete_covering, insert_nodes
+from memory.records import message_text
 
 
 @dataclass(slots=True)

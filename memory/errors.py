@@ -14,3 +14,21 @@ class ChatNotFound(UserFacingError):
 
 class BadRequest(UserFacingError):
     pass
+
+
+class ChatNotEmpty(UserFacingError):
+    """An import into a chat that already holds messages."""
+
+
+class StorageError(Exception):
+    """A database statement failed (the SQLAlchemy error is the ``__cause__``); not a person's
+    doing, so not user-facing."""
+
+
+class DatabaseUnavailable(StorageError):
+    """The database is down or restarting: connection refused or dropped, pool exhausted.
+    Goes away by itself, so callers retry."""
+
+
+class DuplicateEntry(StorageError):
+    """A unique key clashed: the same row was written by a racing writer."""

@@ -15,6 +15,7 @@ from sqlalchemy import distinct, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.database import translates_storage_errors
 from memory.guild_policy import GuildChoices, day_start, month_start
 from memory.models import Chat, GuildSettings, UsageEntry
 
@@ -47,6 +48,7 @@ def _choices(row: GuildSettings | None) -> GuildChoices:
     )
 
 
+@translates_storage_errors
 class GuildSettingsStore:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], default_timezone: str = "UTC") -> None:
         self.sessions = sessions

@@ -20,9 +20,9 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.errors import ChatNotFound
-from memory.importers import ImportedMessage, message_text
 from memory.mentions import MentionNames, render_mentions, with_raw_mentions
 from memory.models import Chat, GuildSettings, MemoryRow, Message
+from memory.records import ImportedMessage, message_text
 from memory.render import tail_line
 from memory.tree import utf8_len
 

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import reads
 from memory.config import MemoryConfig
+from memory.guild_policy import month_start
 from memory.ledger import UsageSummary, usage_summary
 from memory.log import get_chat, range_bytes
 from memory.models import MemoryRow, Message, TreeNode
@@ -79,11 +80,6 @@ class ChatStats:
         return f"the next row is ready: it swaps in after quiet at {quiet}, {forced}"
 
 
-def month_start(now: datetime) -> datetime:
-    """Midnight UTC on the first of ``now``'s month (the ledger's billing period)."""
-    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-
-
 def _parts(value: list[list[int]] | None) -> list[Node]:
     return [(int(level), int(index)) for level, index in (value or [])]
 
@@ -120,7 +116,7 @@ async def chat_stats(
     quiet_at = None
     if state is not None and state.staged is not None and chat.last_message_at is not None:
         quiet_at = chat.last_message_at + timedelta(seconds=cfg.quiet_seconds)
-    since = month_start(now)
+    since = month_start(now, cfg.timezone)  # the cap's and the budgets' month (guild_policy)
     return ChatStats(
         chat_id=chat_id,
         name=chat.name,

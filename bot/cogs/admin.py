@@ -21,11 +21,10 @@ from discord.ext import commands
 from bot.cogs.people import address_choices, ask_to_confirm
 from bot.forget import plural
 from bot.pagination import send_paged
-from bot.services import Services
 from bot.status import memory_status, node_report
-from bot.tree import answer, interaction_ids, require_manage_guild, services_of
+from bot.tree import ManagersCog, answer, interaction_ids
 from bot.ui import ConfirmView
-from memory.engine import ChatInfo
+from memory import ChatInfo
 from memory.errors import UserFacingError
 
 log = structlog.get_logger(__name__)
@@ -48,7 +47,7 @@ def _file_name(chat: ChatInfo) -> str:
     return f"memory-{slug[:60]}.txt"
 
 
-class MemoryAdmin(commands.Cog):
+class MemoryAdmin(ManagersCog):
     memory = app_commands.Group(
         name="memory",
         description="Inspect and control my memory of a channel",
@@ -56,16 +55,6 @@ class MemoryAdmin(commands.Cog):
         allowed_contexts=app_commands.AppCommandContext(guild=True),  # ...and as contexts [guild]
         default_permissions=discord.Permissions(manage_guild=True),
     )
-
-    def __init__(self, bot: commands.Bot) -> None:
-        self.bot = bot
-
-    @property
-    def services(self) -> Services:
-        return services_of(self.bot)
-
-    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        return require_manage_guild(interaction)
 
     async def _target(self, interaction: discord.Interaction, channel: ChannelOption | None) -> Target:
         """The chat a command acts on: the option's channel, or the one the command is used in."""

@@ -14,10 +14,9 @@ import discord
 import structlog
 from discord.ext import commands
 
-from bot.chats import services_of
 from bot.ingest import ChannelQueue, Ingest
 from bot.reconcile import Reconciler, absent_guilds
-from memory.reconcile import live_guild_ids
+from bot.services import services_of
 
 log = structlog.get_logger(__name__)
 
@@ -90,12 +89,9 @@ class IngestCog(commands.Cog):
         discord.py rebuilds its guild cache from READY, which lists unavailable guilds too."""
         services = self.ingest.services
 
-        async def logged() -> set[int]:
-            async with services.sessions() as s:
-                return await live_guild_ids(s)
-
         try:
-            gone = absent_guilds(await self.ingest.retrying(logged), (g.id for g in self.bot.guilds))
+            logged = await self.ingest.retrying(services.engine.live_guild_ids)
+            gone = absent_guilds(logged, (g.id for g in self.bot.guilds))
         except Exception as exc:  # never keep the gate shut over this: the next READY tries again
             log.error("ingest.guild_check_failed", error=type(exc).__name__)
             return 0
@@ -157,11 +153,10 @@ async def setup(bot: commands.Bot) -> None:
     services = services_of(bot)
     ingest = Ingest(bot, services)
     reconciler = Reconciler(ingest)
-    services.extras["ingest"] = ingest
-    services.extras["reconciler"] = reconciler
+    services.ingest, services.reconciler = ingest, reconciler
     await bot.add_cog(IngestCog(bot, ingest, reconciler))
 
 
 async def teardown(bot: commands.Bot) -> None:
-    services_of(bot).extras.pop("ingest", None)
-    services_of(bot).extras.pop("reconciler", None)
+    services = services_of(bot)
+    services.ingest = services.reconciler = None

@@ -16,10 +16,9 @@ from discord.ext import commands
 
 from bot.forget import forget_person, remember_person
 from bot.pagination import send_paged
-from bot.services import Services
-from bot.tree import answer, interaction_ids, services_of
+from bot.tree import ServicesCog, answer, interaction_ids
 from bot.ui import ConfirmView
-from memory.engine import MemoryEngine
+from memory import MemoryEngine
 from memory.errors import UserFacingError
 from memory.reads import PAGE_INDENT
 
@@ -74,14 +73,7 @@ async def ask_to_confirm(interaction: discord.Interaction, text: str, view: Conf
         pass  # only the timeout notice is lost: the buttons still work
 
 
-class People(commands.Cog):
-    def __init__(self, bot: commands.Bot) -> None:
-        self.bot = bot
-
-    @property
-    def services(self) -> Services:
-        return services_of(self.bot)
-
+class People(ServicesCog):
     async def _chat_here(self, interaction: discord.Interaction) -> int:
         """This channel's memory; an error sentence when it has none, or when the member may not
         read its history (then older messages would show what was said before they could see)."""

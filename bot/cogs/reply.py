@@ -33,7 +33,7 @@ from discord.ext import commands
 
 from bot.attachments import FileLimits, file_blocks, read_files, turn_sources
 from bot.cache_policy import TurnGaps
-from bot.chats import chat_for_channel, is_dm, services_of, visible
+from bot.chats import chat_for_channel, is_dm, visible
 from bot.cooldown import CooldownGate
 from bot.limits import (
     CAP_NOTE,
@@ -47,7 +47,7 @@ from bot.live_reply import REPLY_MENTIONS, LiveReply
 from bot.mentions import shown_text
 from bot.prompts import system_prompt
 from bot.reply_gate import ReplyGate
-from bot.services import Services
+from bot.services import Services, services_of
 from bot.splitting import split_message
 from bot.tools import TOOLS, ToolContext, ToolResult, post_forget_confirmation, run_tool
 from bot.turn import Trigger, TurnNote, TurnResult, run_turn
@@ -192,11 +192,10 @@ class ReplyCog(commands.Cog):
         guild_id = message.guild.id if message.guild else None
         try:
             capped = await over_monthly_cap(
-                self.services.sessions,
+                self.services.engine,
                 cap=self.settings.guild_monthly_reply_cap,
                 guild_id=guild_id,
                 now=self.services.clock.now(),
-                timezone=self.settings.timezone,
             )
         except Exception as exc:  # the database is down: the turn will fail and say so
             log.warning("reply.cap_check_failed", guild_id=guild_id, error=type(exc).__name__)
@@ -277,7 +276,7 @@ class ReplyCog(commands.Cog):
     async def _think(
         self, chat_id: int, guild_id: int | None, batch: list[discord.Message], live: LiveReply | None
     ) -> TurnResult:
-        ingest = self.services.extras.get("ingest")
+        ingest = self.services.ingest
         if ingest is not None:
             await ingest.flush(chat_id, timeout=FLUSH_TIMEOUT)
         triggers = tuple([await self._trigger(chat_id, message) for message in batch])
@@ -335,7 +334,7 @@ class ReplyCog(commands.Cog):
     async def _record(self, chat_id: int | None, guild_id: int | None, result: TurnResult) -> None:
         try:
             await record_turn_usage(
-                self.services.sessions,
+                self.services.engine,
                 chat_id=chat_id,
                 guild_id=guild_id,
                 model=await self.gate.model_for(guild_id),

@@ -17,8 +17,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.reply_gate import policy_of, store_of
-from bot.services import Services
-from bot.tree import answer, interaction_ids, require_manage_guild, services_of
+from bot.tree import ManagersCog, answer, interaction_ids
 from memory.errors import UserFacingError
 from memory.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
 
@@ -76,7 +75,7 @@ def describe(policy: Policy, bot_name: str, allowed_models: list[str], spent: De
     return "\n".join(lines)
 
 
-class ServerSettings(commands.Cog):
+class ServerSettings(ManagersCog):
     settings = app_commands.Group(
         name="settings",
         description="Where I reply, who may talk to me, my model, time zone and budget in this server",
@@ -84,16 +83,6 @@ class ServerSettings(commands.Cog):
         allowed_contexts=app_commands.AppCommandContext(guild=True),
         default_permissions=discord.Permissions(manage_guild=True),
     )
-
-    def __init__(self, bot: commands.Bot) -> None:
-        self.bot = bot
-
-    @property
-    def services(self) -> Services:
-        return services_of(self.bot)
-
-    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        return require_manage_guild(interaction)
 
     async def _changed(self, interaction: discord.Interaction, setting: str, text: str) -> None:
         log.info("settings.changed", setting=setting, **interaction_ids(interaction))

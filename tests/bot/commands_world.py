@@ -69,7 +69,7 @@ class World:
 
     @property
     def ingest(self) -> Ingest:
-        ingest = self.services.extras["ingest"]
+        ingest = self.services.ingest
         assert isinstance(ingest, Ingest)
         return ingest
 

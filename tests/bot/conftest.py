@@ -77,7 +77,7 @@ def simcord_bot(eva_bot: EvaBot) -> EvaBot:
 
 
 def ingest_of(bot: EvaBot) -> Ingest:
-    ingest = bot.services.extras["ingest"]
+    ingest = bot.services.ingest
     assert isinstance(ingest, Ingest)
     return ingest
 

@@ -51,13 +51,13 @@ class Running:
 
     @property
     def ingest(self) -> Ingest:
-        found = self.bot.services.extras["ingest"]
+        found = self.bot.services.ingest
         assert isinstance(found, Ingest)
         return found
 
     @property
     def reconciler(self) -> Reconciler:
-        found = self.bot.services.extras["reconciler"]
+        found = self.bot.services.reconciler
         assert isinstance(found, Reconciler)
         return found
 
@@ -79,7 +79,7 @@ async def start_bot(services: Services) -> Running:
     async def opened() -> bool:
         if runner.done():
             runner.result()  # raise what stopped it
-        ingest = services.extras.get("ingest")
+        ingest = services.ingest
         return isinstance(ingest, Ingest) and ingest.is_open and bot.is_ready()
 
     await eventually(opened)

@@ -21,12 +21,12 @@ from simcord.backend.models.message import MessageSticker
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+import memory
 from bot.client import EvaBot
 from bot.services import Services
 from bot.settings import Settings
 from memory.claude import make_client
 from memory.clock import SimulatedClock
-from memory.compactor import Compactor
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
 from memory.fake_summarizer import FakeSummarizer
@@ -67,11 +67,9 @@ def make_services(
     sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
 ) -> Services:
     clock = SimulatedClock(START + timedelta(days=1))
-    compactor = Compactor(sessions, CONFIG, FakeSummarizer(node_bytes=CONFIG.node_bytes), clock)
     return Services(
         settings=settings,
-        sessions=sessions,
-        engine=MemoryEngine(sessions, CONFIG, compactor=compactor, clock=clock),
+        engine=memory.build(sessions, CONFIG, FakeSummarizer(node_bytes=CONFIG.node_bytes), clock=clock),
         # Two SDK retries, as in production; the fake's faults carry a 10 ms retry-after.
         claude=make_client("test-key", fake.base_url, timeout=10.0, max_retries=2),
         prices=settings.price_table(),

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.scheduler import CompactionScheduler
 from bot.services import Services
 from bot.settings import Settings
+from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
 from memory.models import Chat, Message, TreeNode
 from memory.tree import covering
@@ -280,7 +281,8 @@ async def test_the_scheduler_ticks_by_itself_and_stop_cancels_a_hung_tick(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     compactor = HangingCompactor()
-    scheduler = CompactionScheduler(compactor, sessions, interval=0.05)  # type: ignore[arg-type]
+    engine = MemoryEngine(sessions, MemoryConfig(), compactor=compactor)  # type: ignore[arg-type]
+    scheduler = CompactionScheduler(engine, interval=0.05)
     scheduler.start()
     async with asyncio.timeout(5):
         await compactor.started.wait()  # the first tick runs at once, on its own

@@ -32,7 +32,7 @@ def gate(ingest: Ingest, is_open: bool) -> None:
     """Closed: messages wait in their queues (as while a write is committing); open: drain."""
     ingest.is_open = is_open
     if is_open:
-        ingest._kick_all()
+        ingest.kick_all()
 
 
 async def test_a_waiting_queue_is_one_transaction_in_order_once(

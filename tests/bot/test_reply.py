@@ -82,7 +82,7 @@ async def test_a_mention_gets_a_reply_in_the_cached_layout(world: World) -> None
     # The shared prefix, through the last whole memory block at least, came from the cache.
     assert second.usage["cache_read_input_tokens"] >= tokens_through(second.body, "messages.0", 3)
     assert world.bot_messages()[-1].content == "Still the boat, mostly."
-    assert await replies_this_month(world.services.sessions, world.guild.id, world.clock.now(), "UTC") == 2
+    assert await replies_this_month(world.services.engine, world.guild.id, world.clock.now()) == 2
 
 
 # --- acceptance 3 ---------------------------------------------------------------------------
@@ -145,10 +145,10 @@ async def test_zoom_down_to_a_message_and_recall_a_word(world: World) -> None:
         )
         assert step.usage["cache_read_input_tokens"] == sent
     assert world.bot_messages()[-1].content == "It was a pink flamingo, at the lake."
-    async with world.services.sessions() as s:
+    async with world.services.engine.sessions() as s:
         calls = await s.scalar(select(func.count()).select_from(UsageEntry).where(UsageEntry.kind == "reply"))
     assert calls == len(steps)  # every call in the ledger, one turn
-    assert await replies_this_month(world.services.sessions, world.guild.id, world.clock.now(), "UTC") == 1
+    assert await replies_this_month(world.services.engine, world.guild.id, world.clock.now()) == 1
 
 
 @pytest.mark.parametrize("settings", [{"tool_steps": 3}], indirect=True)
@@ -166,7 +166,7 @@ async def test_the_tool_loop_stops_at_the_step_limit(world: World) -> None:
 
 
 async def test_forget_me_only_for_the_asker_after_their_own_press(world: World) -> None:
-    sessions = world.services.sessions
+    sessions = world.services.engine.sessions
     await world.alice.send(world.general, "I am alice and I like kayaks")
     alice_before, bob_before = (
         await authored(sessions, world.alice.id),
@@ -211,11 +211,11 @@ async def test_an_unanswered_forget_button_expires_and_erases_nothing(world: Wor
     await world.alice.send(world.general, f"{world.me.mention} please forget me")
     (prompt,) = [m for m in world.bot_messages() if "press Confirm" in m.content]
     assert prompt.content.startswith(f"<@{world.alice.id}> press Confirm")
-    before = await authored(world.services.sessions, world.alice.id)
+    before = await authored(world.services.engine.sessions, world.alice.id)
     await world.env.advance_time(121)  # the button lives 120 s
     expired = next(m for m in world.general.history() if m.id == prompt.id)
     assert expired.content == TIMED_OUT and not expired.components
-    assert await authored(world.services.sessions, world.alice.id) == before
+    assert await authored(world.services.engine.sessions, world.alice.id) == before
 
 
 # --- acceptance 7 ---------------------------------------------------------------------------
@@ -224,7 +224,7 @@ async def test_an_unanswered_forget_button_expires_and_erases_nothing(world: Wor
 async def assert_nothing_lost(world: World) -> None:
     """Every message in the channel, the bot's own included, is in the log exactly once."""
     assert {m.id for m in world.general.history()} <= await logged_snowflakes(
-        world.services.sessions, world.chat_id
+        world.services.engine.sessions, world.chat_id
     )
 
 
@@ -299,7 +299,7 @@ async def test_claude_overloaded_until_the_retries_run_out(world: World) -> None
     attempts = world.replies()
     assert [entry.status for entry in attempts] == [529, 529, 529]  # 1 call + 2 SDK retries
     assert world.bot_messages()[-1].content == CLAUDE_DOWN_NOTE
-    assert await replies_this_month(world.services.sessions, world.guild.id, world.clock.now(), "UTC") == 0
+    assert await replies_this_month(world.services.engine, world.guild.id, world.clock.now()) == 0
     assert await world.engine.index_of_snowflake(world.chat_id, asked.id) == 300
     world.later()
     await world.alice.send(world.general, f"{world.me.mention} and now?")
@@ -318,4 +318,4 @@ async def test_a_failing_tool_leaves_the_turn_standing(world: World, monkeypatch
     result = tool_result(world.replies()[1])
     assert result["is_error"] is True and result["content"] == TOOL_UNAVAILABLE
     assert world.bot_messages()[-1].content == "My memory is foggy right now, sorry."
-    assert await replies_this_month(world.services.sessions, world.guild.id, world.clock.now(), "UTC") == 1
+    assert await replies_this_month(world.services.engine, world.guild.id, world.clock.now()) == 1

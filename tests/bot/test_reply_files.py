@@ -69,9 +69,9 @@ async def test_an_image_goes_to_the_model_once_and_the_memory_keeps_its_name(wor
     assert label.endswith('<attachment name="holiday.jpg" from="alice\'s message #300" type="image/png">\n')
     assert world.bot_messages()[-1].content.startswith("Fake reply")
 
-    logged = await all_logged_text(world.services.sessions)
+    logged = await all_logged_text(world.services.engine.sessions)
     assert "holiday.jpg" in logged and image["source"]["data"][:40] not in logged
-    async with world.services.sessions() as s:
+    async with world.services.engine.sessions() as s:
         row = await s.scalar(select(Message).where(Message.snowflake == asked.id))
     assert row is not None and row.attachments == ["file:holiday.jpg"]
 
@@ -101,7 +101,7 @@ async def test_the_image_of_the_message_replied_to_is_seen(world: World) -> None
 
 async def test_an_opted_out_persons_image_is_not_read_for_someone_else(world: World) -> None:
     await world.engine.opt_out(world.guild.id, world.bob.id)
-    await world.services.extras["ingest"].refresh_opt_outs(world.guild.id)
+    await world.services.ingest.refresh_opt_outs(world.guild.id)
     posted = await world.bob.send(world.general, "private photo", attachments=[("me.png", png())])
     await world.alice.send(world.general, f"{world.me.mention} what is in bob's photo?", reply_to=posted)
     entry = world.replies()[-1]
@@ -161,7 +161,7 @@ async def test_a_text_file_is_read_as_framed_data_and_not_remembered(world: Worl
     assert canary in body
     assert text.count("</attachment>") == 1 and text.count("</turn>") == 1
 
-    logged = await all_logged_text(world.services.sessions)
+    logged = await all_logged_text(world.services.engine.sessions)
     assert "tool.py" in logged and canary not in logged  # the name is remembered, not the content
     world.later()
     await world.alice.send(world.general, f"{world.me.mention} thanks")

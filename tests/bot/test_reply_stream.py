@@ -198,7 +198,7 @@ async def test_an_overload_mid_stream_replaces_the_partial_reply_with_a_note(wor
     assert shown[0].startswith("Sentence number 0")  # the partial answer was on screen ...
     (answer,) = world.bot_messages()
     assert answer.content == CLAUDE_DOWN_NOTE  # ... and became the note, in the same message
-    assert await replies_this_month(world.services.sessions, world.guild.id, world.clock.now(), "UTC") == 0
+    assert await replies_this_month(world.services.engine, world.guild.id, world.clock.now()) == 0
     world.later()
     await world.alice.send(world.general, f"{world.me.mention} and now?")
     assert world.bot_messages()[-1].content.startswith("Fake reply")

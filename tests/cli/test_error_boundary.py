@@ -18,9 +18,9 @@ from pydantic_settings import SettingsError
 from bot import cli, cli_admin
 from bot.cli_args import chat_name, guild_or_dm, snowflake, text
 from bot.cli_errors import explain, settings_line
-from bot.database_runtime import database_location, database_reason
 from bot.errors import CliError, ServiceUnreachable
 from bot.settings import Settings
+from memory.database import database_location, database_reason
 from tests.hardening.support import production_logs
 
 

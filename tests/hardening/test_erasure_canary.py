@@ -83,7 +83,7 @@ async def plant(world: World, carries: Carrier) -> Planted:
 
 
 async def node_texts(world: World) -> str:
-    async with world.services.sessions() as s:
+    async with world.services.engine.sessions() as s:
         return "\n".join((await s.scalars(text("SELECT text FROM nodes"))).all())
 
 
@@ -201,20 +201,20 @@ async def test_every_erasure_path_leaves_no_trace(
         ("general", world.general), ("thread", world.thread), ("other", world.other), ("far", world.far),
         ("dm", world.dm),
     )}  # fmt: skip
-    before = await table_dump(world.services.sessions)
+    before = await table_dump(world.services.engine.sessions)
     assert CANARY in before and CANARY in await node_texts(world), "the canary reached the summary lines"
 
     await path.erase(planted)
     assert await world.ingest.flush(timeout=10)
     remaining = {where: chat for where, chat in chats.items() if where not in path.gone}
     for chat_id in remaining.values():  # right away: the row tiles, through surviving lines
-        assert (await row_state(world.services.sessions, chat_id))[0]
+        assert (await row_state(world.services.engine.sessions, chat_id))[0]
     await catch_up(world.services)
 
-    after = await table_dump(world.services.sessions)
+    after = await table_dump(world.services.engine.sessions)
     assert CANARY not in after
     for where, chat_id in remaining.items():
-        await assert_row_consistent(world.services.sessions, chat_id)
+        await assert_row_consistent(world.services.engine.sessions, chat_id)
         rendered = (await world.engine.prompt_view(chat_id)).render()
         assert CANARY not in rendered
         if where not in path.emptied:
@@ -226,8 +226,8 @@ async def test_every_erasure_path_leaves_no_trace(
     # Who wrote it goes too: no row of those chats (messages, lines, the chat, its memory row)
     # holds alice's id or display name; her messages elsewhere (the other guild) keep both.
     scope = [chats[where] for where in path.alice_gone]
-    assert not identity_in(await scoped_dump(world.services.sessions, scope), world.alice.id, "alice")
-    assert identity_in(await scoped_dump(world.services.sessions, [chats["far"]]), world.alice.id, "alice") == [
+    assert not identity_in(await scoped_dump(world.services.engine.sessions, scope), world.alice.id, "alice")
+    assert identity_in(await scoped_dump(world.services.engine.sessions, [chats["far"]]), world.alice.id, "alice") == [
         "id", "display name"
     ]
     assert not leaked(all_logs.text(), [CANARY, *(keeper(w) for w in WHERE)])
@@ -257,10 +257,10 @@ async def test_a_line_in_flight_during_an_erasure_is_thrown_away(
     assert erased.messages == 6
     report = await running
     assert report.discarded > 0, "lines computed before the erasure were thrown away"
-    assert CANARY not in await table_dump(services.sessions)
+    assert CANARY not in await table_dump(services.engine.sessions)
     await engine.compact(chat, until_idle=True, force_swap=True)
-    await assert_row_consistent(services.sessions, chat)
-    after = await table_dump(services.sessions)
+    await assert_row_consistent(services.engine.sessions, chat)
+    after = await table_dump(services.engine.sessions)
     assert CANARY not in after and keeper("general") in after
     assert not leaked(all_logs.text(), [CANARY, keeper("general")])
 
@@ -272,7 +272,7 @@ async def pageinspect_ready(services: Any) -> bool:
     """pageinspect reads raw table pages; creating it needs a superuser (the embedded server
     of the tests is one; a configured TEST_DATABASE_URL may not be)."""
     try:
-        async with services.sessions() as s, s.begin():
+        async with services.engine.sessions() as s, s.begin():
             await s.execute(text("CREATE EXTENSION IF NOT EXISTS pageinspect"))
     except Exception:
         return False
@@ -280,7 +280,7 @@ async def pageinspect_ready(services: Any) -> bool:
 
 
 async def vacuum_counts(services: Any) -> dict[str, int]:
-    async with services.sessions() as s:
+    async with services.engine.sessions() as s:
         await s.execute(text("SELECT pg_stat_clear_snapshot()"))
         rows = await s.execute(text(
             "SELECT relname, vacuum_count FROM pg_stat_user_tables WHERE relname IN ('messages', 'nodes', 'chats')"
@@ -292,7 +292,7 @@ async def row_versions_holding(services: Any, needle: str) -> list[str]:
     """Tables (with their TOAST) whose row versions, live or dead, hold ``needle``: every item
     of every heap page, read with pageinspect, as any tool reading the table would find them."""
     found = []
-    async with services.sessions() as s:
+    async with services.engine.sessions() as s:
         relations = (await s.execute(text(
             "SELECT c.relname, t.oid::regclass::text FROM pg_class c LEFT JOIN pg_class t ON t.oid = c.reltoastrelid "
             "WHERE c.relname IN ('messages', 'nodes', 'chats')"
@@ -342,7 +342,7 @@ async def test_the_tick_after_an_erasure_vacuums_the_old_row_versions_away(
     assert {"messages", "nodes"} <= set(await row_versions_holding(services, CANARY))
 
     await engine.erase_author(77, 1)
-    assert CANARY not in await table_dump(services.sessions)
+    assert CANARY not in await table_dump(services.engine.sessions)
     # Invisible to every query, but PostgreSQL keeps the old row versions until a VACUUM.
     assert "messages" in await row_versions_holding(services, CANARY)
     assert engine.purge_due

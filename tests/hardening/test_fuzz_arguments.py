@@ -85,7 +85,7 @@ async def seeded(services: Services) -> tuple[Services, int]:
 @example(name="forget_me", args={"user": "bob"})
 async def test_any_tool_call_gets_a_result_or_one_sentence(seeded: tuple[Services, int], name: str, args: Any) -> None:
     services, chat = seeded
-    before = await snapshot(services.sessions)
+    before = await snapshot(services.engine.sessions)
     asked: list[int] = []
 
     async def ask_forget() -> None:
@@ -100,7 +100,7 @@ async def test_any_tool_call_gets_a_result_or_one_sentence(seeded: tuple[Service
     else:
         assert len(result.text.encode()) <= 2000
     assert len(asked) <= 1 and (not asked or (name == "forget_me" and args == {}))
-    assert await snapshot(services.sessions) == before
+    assert await snapshot(services.engine.sessions) == before
 
 
 @FUZZ
@@ -151,7 +151,7 @@ long_option = st.one_of(st.sampled_from([n for n in NASTY if n.strip() and len(n
 @example(address="\x00", query="a\x00b")
 @example(address="0+1", query="'; DROP TABLE messages; --")
 async def test_any_slash_option_gets_an_answer_and_changes_nothing(world: World, address: str, query: str) -> None:
-    before = await snapshot(world.services.sessions)
+    before = await snapshot(world.services.engine.sessions)
     cursor = world.env.error_cursor
     answers = [
         await world.alice.slash(world.general, "zoom", address=address),
@@ -165,4 +165,4 @@ async def test_any_slash_option_gets_an_answer_and_changes_nothing(world: World,
     causes = [getattr(e, "original", e) for e in world.env.errors_since(cursor)]
     assert all(isinstance(c, UserFacingError) for c in causes), causes
     world.env.errors  # noqa: B018  (acknowledged: each was answered with its sentence)
-    assert await snapshot(world.services.sessions) == before
+    assert await snapshot(world.services.engine.sessions) == before

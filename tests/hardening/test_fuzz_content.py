@@ -55,7 +55,7 @@ async def test_any_content_is_logged_whole(
     committed = env.backend.commit_message(dataclasses.replace(prepared, content=text))
     await env.settle()
     assert await ingest_of(env.bot).flush(timeout=10)  # type: ignore[arg-type]
-    async with services.sessions() as s:
+    async with services.engine.sessions() as s:
         row = await s.scalar(select(Message).where(Message.snowflake == committed.id))
     assert row is not None, "the message was not logged"
     # Whole, as people see it: a custom emoji shows as its name; ids that name nobody (these

@@ -84,7 +84,7 @@ async def test_the_compactor_gets_hostile_messages_as_quoted_input(
     w = await build_world(simcord_env, fake_anthropic)
     sent = await post_all(w)
     chat = await w.chat_of(w.general)
-    async with w.services.sessions() as s:
+    async with w.services.engine.sessions() as s:
         stored = dict((await s.execute(select(Message.snowflake, Message.text).where(Message.chat_id == chat))).all())
     for message in sent:  # logged whole, word for word
         assert stored[message.id] == storable(message.content)
@@ -151,7 +151,7 @@ async def test_reply_requests_keep_every_frame_and_line_head_real(
     assert [int(h.split(" ", 1)[0][1:]) for h in heads] == list(range(view.boundary, asked_index + 1))
     # The fake tool calls stayed words: nothing was offered for confirmation, nobody was erased.
     assert not any("press Confirm" in m.content for m in w.bot_messages(w.general))
-    async with w.services.sessions() as s:
+    async with w.services.engine.sessions() as s:
         assert await s.scalar(select(func.count()).select_from(Message).where(Message.erased_at.is_not(None))) == 0
     assert w.bot_messages(w.general)[-1].content == "Nice try."
 

@@ -69,7 +69,7 @@ class World:
 
     @property
     def ingest(self) -> Ingest:
-        ingest = self.services.extras["ingest"]
+        ingest = self.services.ingest
         assert isinstance(ingest, Ingest)
         return ingest
 
@@ -103,9 +103,9 @@ async def catch_up(services: Services, passes: int = 20) -> None:
     assert scheduler is not None
     for _ in range(passes):
         await scheduler.step()
-        if not await work_left(services.sessions):
+        if not await work_left(services.engine.sessions):
             return
-    raise AssertionError(f"the compactor did not catch up: {await work_left(services.sessions)}")
+    raise AssertionError(f"the compactor did not catch up: {await work_left(services.engine.sessions)}")
 
 
 async def build_world(env: simcord.Env, fake: FakeAnthropic) -> World:
