@@ -41,8 +41,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
 from memory.prompts import (
-    COMPACT_SYSTEM,
     NODE_BYTES_DEFAULT,
+    compact_system,
     context_block,
     cut_at_bytes,
     task_block,
@@ -270,10 +270,10 @@ class FakeSummarizer:
       eventually succeeds (unless the rate is 1).
     - ``empty_rate``: chance that a task's reply is empty (its line is ``None``), drawn the same way.
     - ``delay``: seconds to sleep inside each call (to observe calls in flight).
-- ``trim_slack``: a first try at most this many bytes over the limit is cut at a word boundary
-  (memory/prompts.py ``trim_overshoot``) instead of a second try, as the real summarizer does.
-- ``context_check``: on every call, how many tasks got a context that is not a run of the
-  lines before their input (memory/context_check.py); counted in ``context_violations``.
+    - ``trim_slack``: a first try at most this many bytes over the limit is cut at a word boundary
+      (memory/prompts.py ``trim_overshoot``) instead of a second try, as the real summarizer does.
+    - ``context_check``: on every call, how many tasks got a context that is not a run of the
+      lines before their input (memory/context_check.py); counted in ``context_violations``.
 
     Counters: ``calls`` (summarize invocations), ``failed_calls``, ``requests`` (model requests,
     a retry round counted too), ``tasks``, ``attempts[(level, index)]`` (calls that carried the
@@ -392,7 +392,8 @@ class FakeSummarizer:
         retried: Sequence[tuple[int, str, str]],
         many: bool,
     ) -> CallUsage:
-        prompt = f"{COMPACT_SYSTEM}\n{context_block(context)}\n{task_block(tasks, self.node_bytes)}"
+        system = compact_system(self.node_bytes)
+        prompt = f"{system}\n{context_block(context)}\n{task_block(tasks, self.node_bytes)}"
         numbers = list(range(1, len(tasks) + 1)) if many else None
         reply = _out_block(first_tries, numbers)
         input_bytes, output_bytes, requests = _nbytes(prompt), _nbytes(reply), 1
