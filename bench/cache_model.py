@@ -19,7 +19,8 @@ from typing import Any
 
 from memory.anthropic_summarizer import first_turn, max_tokens_for, system_blocks
 from memory.clock import SimulatedClock
-from memory.fake_summarizer import FakeSummarizer, fake_compress_try, fake_merge_try, node_seed
+from memory.fake_size_model import fake_compress_try, fake_merge_try, node_seed
+from memory.fake_summarizer import FakeSummarizer
 from memory.pricing import PriceTable, Usage
 from memory.prompts import context_block, cut_at_bytes, task_block, too_long_block
 from memory.summarizer import CompactTask, SummaryBatch
