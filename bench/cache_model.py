@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from memory.anthropic_summarizer import first_turn, max_tokens_for
+from memory.anthropic_summarizer import first_turn, max_tokens_for, system_blocks
 from memory.clock import SimulatedClock
-from memory.fake_summarizer import FakeSummarizer, fake_compress_try, fake_merge_try, node_seed
+from memory.fake_size_model import fake_compress_try, fake_merge_try, node_seed
+from memory.fake_summarizer import FakeSummarizer
 from memory.pricing import PriceTable, Usage
-from memory.prompts import COMPACT_SYSTEM, context_block, cut_at_bytes, task_block, too_long_block
+from memory.prompts import context_block, cut_at_bytes, task_block, too_long_block
 from memory.summarizer import CompactTask, SummaryBatch
 from tests.fakes.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
 
@@ -209,7 +210,7 @@ def compaction_requests(
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens_for(len(tasks)),
-        "system": [{"type": "text", "text": COMPACT_SYSTEM}],
+        "system": system_blocks(node_bytes),
         "messages": messages,
     }
     out = [(body, estimate_tokens(reply))]

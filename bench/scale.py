@@ -43,7 +43,7 @@ from memory import migrate
 from memory.config import MemoryConfig
 from memory.database import make_engine, make_sessions, normalize_url
 from memory.engine import MemoryEngine
-from memory.fake_summarizer import fake_compress_line, fake_merge_line, node_seed
+from memory.fake_size_model import fake_compress_line, fake_merge_line, node_seed
 from memory.importers import ImportedMessage, message_text, read_any
 from memory.log import ChatKey, NewMessage, tail_line_bytes
 from memory.models import MemoryRow

@@ -2,9 +2,10 @@
 
 One ``summarize`` call is one conversation (docs/design.md section 6):
 
-1. system: ``COMPACT_SYSTEM`` (constant); one user turn with two text blocks: the ``<chat>``
-   context (cache-marked: system + context form the cached prefix, so consecutive nodes of a
-   chat, which share their context, read it back at 0.1x) and the task block (ruler + tasks).
+1. system: ``compact_system(node_bytes)`` (instructions, the multi-step answer form and the
+   ruler: the same on every call); one user turn with two text blocks: the ``<chat>`` context
+   (cache-marked: system + context form the cached prefix, so consecutive nodes of a chat,
+   which share their context, read it back at 0.1x) and the task block (the tasks only).
    No tools: our own constant system prompt caches across compactions. (Sharing the reply's tools +
    system instead would share one cache between them; not done.)
 2. A line at most ``trim_slack`` bytes over ``node_bytes`` is cut at a word boundary here.
@@ -30,8 +31,8 @@ from anthropic import AsyncAnthropic
 
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response, without_retries
 from memory.prompts import (
-    COMPACT_SYSTEM,
     NODE_BYTES_DEFAULT,
+    compact_system,
     context_block,
     parse_lines,
     task_block,
@@ -56,6 +57,11 @@ def _nbytes(text: str) -> int:
 
 def max_tokens_for(steps: int) -> int:
     return TOKENS_PER_STEP * steps + TOKENS_MARGIN
+
+
+def system_blocks(node_bytes: int) -> list[dict[str, Any]]:
+    """The system prompt as sent (bench.cache_model accounts the same request)."""
+    return [{"type": "text", "text": compact_system(node_bytes)}]
 
 
 def first_turn(context: Sequence[str], tasks: Sequence[CompactTask], node_bytes: int) -> dict[str, Any]:
@@ -157,7 +163,7 @@ class AnthropicSummarizer:
             self.client,
             model=self.model,
             max_tokens=max_tokens_for(steps),
-            system=[{"type": "text", "text": COMPACT_SYSTEM}],
+            system=system_blocks(self.node_bytes),
             messages=messages,
         )
         counted = usage_from_response(message)

@@ -30,13 +30,14 @@ class MemoryConfig:
     # context is read at 0.1x, so more tasks a call save little and lower the share read from
     # the cache; 4 keeps calls under 0.04 a message on #ubuntu (bench.replay, 20,000 messages).
     tasks_per_call: int = 4
-    # The compaction context of a pass: at most this many bytes of whole row lines before the
-    # pass's first input, reused by every call of the pass (memory/call_plan.py). 48 KB ~ 12K
-    # tokens, half a batched row: read at 0.1x, it is most of what a call sends.
+    # The most a compaction context holds: the small context of tasks near the row's start
+    # (the shared one is min_context_bytes, memory/call_plan.py). 48 KB ~ 12K tokens.
     context_bytes: int = 48 * KB
     timezone: str = "UTC"
-    # Tasks with less than this before their input share one small context of their own: with
-    # the ~2.8 KB system prompt, 14 KB is ~4,200 tokens, just over Haiku's 4,096-token minimum.
+    # The shared compaction context: the row's oldest lines reaching this many bytes, written
+    # about once a row and read by every call (memory/call_plan.py); tasks with less than this
+    # before their input share one small context of their own. With the ~3.0 KB system prompt,
+    # 14 KB is ~4,250 tokens, just over Haiku's 4,096-token cache minimum.
     min_context_bytes: int = 14 * KB
     # A line at most this many bytes over NODE_BYTES is cut at a word boundary here instead of
     # a second request (which resends the whole conversation): first tries overshoot by 5-40

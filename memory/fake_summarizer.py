@@ -1,30 +1,7 @@
 """A deterministic stand-in for the compactor model, for tests and benchmarks.
 
-The size model (docs/design.md section 12) decides how many merges are free, so every benchmark
-figure of calls per message depends on it; benchmarks print :func:`size_model_description`
-next to their figures. With ``in`` the message as the prompt shows it (``"{author}: {text}"``),
-``a`` and ``b`` the two child lines, sizes in UTF-8 bytes, and ``j`` a jitter factor in
-[0.90, 1.10] drawn from a SHA-256 of the seed (the node address ``"{level}:{index}"``):
-
-- compress: ``min(512, round(j * max(60, 0.5 * in)))``
-- merge:    ``min(512, round(j * 0.8 * (a + b)))``
-- first try: with probability ``overshoot_rate`` (drawn from the seed) it is 5..40 bytes over
-  512, when the input is long enough to copy that much (always so for real tasks: the
-  compactor only calls the model for inputs over 512 bytes); the second try meets the limit.
-  :data:`MEASURED_OVERSHOOT_RATE` (10%, Haiku in a 30-job bake-off reported with the OptChat
-  spec; docs/design.md section 6) is the
-  realistic rate for benchmarks; :class:`FakeSummarizer` defaults to 0 so unit tests see one
-  try unless they ask for more.
-
-The text is extractive and credits authors, so lines read plausibly and names survive:
-compress keeps ``"Author: "`` and the message's first words; merge keeps a prefix of each child
-line, in proportion to its size, joined with ``" ; "``. Cuts fall on a word boundary when that
-costs at most 12 bytes (else on a character boundary), never inside a UTF-8 character. A line
-is one physical line (whitespace runs become one space) and never longer than its target.
-
-The pure functions (:func:`fake_compress_line`, :func:`fake_merge_line`,
-:func:`first_try_overshoot`, :func:`fake_compress_try`, :func:`fake_merge_try`) are shared
-with the HTTP fake of the Anthropic API so both fakes follow the same model.
+Its lines follow the size model of memory/fake_size_model.py (docs/design.md section 12);
+benchmarks print :func:`size_model_description` next to their figures.
 
 :class:`FakeSummarizer` also checks, on every call, the invariants of a compactor call:
 no ``id+n|`` or raw-tail ``#k date`` heads, no placeholder text, no cut message
@@ -34,36 +11,41 @@ no ``id+n|`` or raw-tail ``#k date`` heads, no placeholder text, no cut message
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
+# Re-exported: the benchmarks take the fake's overshoot rate and description from here.
+from memory.fake_size_model import (
+    MEASURED_OVERSHOOT_RATE,
+    fake_compress_try,
+    fake_merge_try,
+    node_seed,
+    size_model_description,
+    unit_draw,
+)
 from memory.prompts import (
-    COMPACT_SYSTEM,
     NODE_BYTES_DEFAULT,
+    compact_system,
     context_block,
-    cut_at_bytes,
     task_block,
     too_long_block,
     trim_overshoot,
 )
 from memory.summarizer import CallUsage, CompactTask, SummarizerError, SummaryBatch
+from memory.tree import utf8_len
 
-COMPRESS_RATIO = 0.5
-COMPRESS_FLOOR = 60
-MERGE_RATIO = 0.8
-JITTER = 0.10  # +-10%
-OVERSHOOT_MIN, OVERSHOOT_MAX = 5, 40
-MEASURED_OVERSHOOT_RATE = 0.10
-MERGE_JOIN = " ; "
-# Back off to a word boundary only when it costs at most this many bytes (about two words);
-# a longer cut would make sizes drift below the model (one 200-byte URL would halve a line).
-WORD_SLACK = 12
+__all__ = [
+    "MEASURED_OVERSHOOT_RATE",
+    "ContextCheck",
+    "FakeSummarizer",
+    "check_compactor_input",
+    "size_model_description",
+]
+
 FAKE_MODEL = "fake"
 
-Seed = str | int
 # Given a call's context and tasks, how many tasks got a context that is not a run of the
 # lines before their input (memory/context_check.py reads the truth from the database).
 ContextCheck = Callable[[Sequence[str], Sequence[CompactTask]], Awaitable[int]]
@@ -72,131 +54,6 @@ _ID_HEAD = re.compile(r"^\s*\d+\+\d+(\s+[\d.-]+)?\s*\|")
 _RAW_TAIL_HEAD = re.compile(r"^\s*#\d+ \d{4}-\d{2}-\d{2}\b")
 _PLACEHOLDER = "(not summarized yet"
 _CUT_MARKERS = ("[cut]", "(cut)", "[truncated]", "[…]", "[...]")
-
-
-def size_model_description(node_bytes: int = NODE_BYTES_DEFAULT, overshoot_rate: float | None = None) -> str:
-    """The size model in one paragraph, for benchmarks to print with their figures."""
-    rate = "a settable rate" if overshoot_rate is None else f"rate {overshoot_rate:.0%}"
-    return (
-        f"fake summarizer size model: compress = min({node_bytes}, max({COMPRESS_FLOOR}, "
-        f"{COMPRESS_RATIO} x input bytes)), merge = min({node_bytes}, {MERGE_RATIO} x (a + b)), "
-        f"each x a deterministic jitter in [{1 - JITTER:.2f}, {1 + JITTER:.2f}] seeded by the node "
-        f"address; first try {OVERSHOOT_MIN}-{OVERSHOOT_MAX} bytes over {node_bytes} at {rate} "
-        "(when the input allows), second try fits; extractive text, word-boundary cuts"
-    )
-
-
-def node_seed(level: int, index: int) -> str:
-    """The seed of node ``(level, index)``: every draw about a node derives from it."""
-    return f"{level}:{index}"
-
-
-def _unit(seed: Seed, salt: str) -> float:
-    """A uniform draw in [0, 1) from the seed, the same in every process (unlike ``hash``)."""
-    digest = hashlib.sha256(f"{salt}|{seed}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
-def jitter(seed: Seed) -> float:
-    return 1 - JITTER + 2 * JITTER * _unit(seed, "jitter")
-
-
-def compress_size(input_bytes: int, seed: Seed, limit: int = NODE_BYTES_DEFAULT) -> int:
-    return min(limit, round(jitter(seed) * max(COMPRESS_FLOOR, COMPRESS_RATIO * input_bytes)))
-
-
-def merge_size(left_bytes: int, right_bytes: int, seed: Seed, limit: int = NODE_BYTES_DEFAULT) -> int:
-    return min(limit, round(jitter(seed) * MERGE_RATIO * (left_bytes + right_bytes)))
-
-
-def first_try_overshoot(seed: Seed, rate: float) -> int:
-    """How many bytes the first try goes over the limit: 0, or 5..40 with probability ``rate``."""
-    if _unit(seed, "overshoot") >= rate:
-        return 0
-    span = OVERSHOOT_MAX - OVERSHOOT_MIN + 1
-    return OVERSHOOT_MIN + int(_unit(seed, "overshoot-bytes") * span)
-
-
-def _nbytes(text: str) -> int:
-    return len(text.encode("utf-8"))
-
-
-def one_line(text: str) -> str:
-    """Whitespace runs (newlines included) as one space: a line is one physical line."""
-    return " ".join(text.split())
-
-
-def trim_to_bytes(text: str, limit: int) -> str:
-    """At most ``limit`` bytes of ``text``, cut at a word boundary when that is cheap."""
-    if _nbytes(text) <= limit:
-        return text
-    cut = cut_at_bytes(text, max(0, limit))
-    if text[len(cut) : len(cut) + 1].isspace():
-        return cut.rstrip().rstrip(" ;")
-    space = cut.rfind(" ")
-    if space > 0 and _nbytes(cut) - _nbytes(cut[:space]) <= WORD_SLACK:
-        return cut[:space].rstrip(" ;")
-    return cut
-
-
-def compress_material(author: str, text: str) -> str:
-    words = one_line(text)
-    return f"{author}: {words}" if author else words
-
-
-def merge_material(left: str, right: str) -> str:
-    parts = [part for part in (one_line(left), one_line(right)) if part]
-    return MERGE_JOIN.join(parts)
-
-
-def fake_compress_line(author: str, text: str, seed: Seed, limit: int = NODE_BYTES_DEFAULT) -> str:
-    """The line for one message: ``"Author: "`` and its first words, at the modelled size."""
-    target = compress_size(_nbytes(f"{author}: {text}"), seed, limit)
-    return trim_to_bytes(compress_material(author, text), target)
-
-
-def fake_merge_line(left: str, right: str, seed: Seed, limit: int = NODE_BYTES_DEFAULT) -> str:
-    """The line for two children: a prefix of each, in proportion to its size, joined by `` ; ``."""
-    left_line, right_line = one_line(left), one_line(right)
-    left_bytes, right_bytes = _nbytes(left), _nbytes(right)
-    target = merge_size(left_bytes, right_bytes, seed, limit)
-    if not left_line or not right_line:
-        return trim_to_bytes(left_line or right_line, target)
-    body = max(0, target - _nbytes(MERGE_JOIN))
-    left_budget = round(body * left_bytes / (left_bytes + right_bytes))
-    parts = [trim_to_bytes(left_line, left_budget), trim_to_bytes(right_line, body - left_budget)]
-    return MERGE_JOIN.join(part for part in parts if part)
-
-
-def _overlong(material: str, seed: Seed, rate: float, limit: int) -> str | None:
-    """The too-long first try: the input copied up to 5..40 bytes over the limit, or None."""
-    over = first_try_overshoot(seed, rate)
-    if not over or _nbytes(material) <= limit:
-        return None
-    line = cut_at_bytes(material, limit + over).rstrip()
-    return line if _nbytes(line) > limit else None
-
-
-def fake_compress_try(
-    author: str, text: str, seed: Seed, attempt: int, overshoot_rate: float, limit: int = NODE_BYTES_DEFAULT
-) -> str:
-    """Try ``attempt`` (1-based) of a compress step: the first may overshoot, later ones fit."""
-    if attempt == 1:
-        line = _overlong(compress_material(author, text), seed, overshoot_rate, limit)
-        if line is not None:
-            return line
-    return fake_compress_line(author, text, seed, limit)
-
-
-def fake_merge_try(
-    left: str, right: str, seed: Seed, attempt: int, overshoot_rate: float, limit: int = NODE_BYTES_DEFAULT
-) -> str:
-    """Try ``attempt`` (1-based) of a merge step: the first may overshoot, later ones fit."""
-    if attempt == 1:
-        line = _overlong(merge_material(left, right), seed, overshoot_rate, limit)
-        if line is not None:
-            return line
-    return fake_merge_line(left, right, seed, limit)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,10 +127,10 @@ class FakeSummarizer:
       eventually succeeds (unless the rate is 1).
     - ``empty_rate``: chance that a task's reply is empty (its line is ``None``), drawn the same way.
     - ``delay``: seconds to sleep inside each call (to observe calls in flight).
-- ``trim_slack``: a first try at most this many bytes over the limit is cut at a word boundary
-  (memory/prompts.py ``trim_overshoot``) instead of a second try, as the real summarizer does.
-- ``context_check``: on every call, how many tasks got a context that is not a run of the
-  lines before their input (memory/context_check.py); counted in ``context_violations``.
+    - ``trim_slack``: a first try at most this many bytes over the limit is cut at a word boundary
+      (memory/prompts.py ``trim_overshoot``) instead of a second try, as the real summarizer does.
+    - ``context_check``: on every call, how many tasks got a context that is not a run of the
+      lines before their input (memory/context_check.py); counted in ``context_violations``.
 
     Counters: ``calls`` (summarize invocations), ``failed_calls``, ``requests`` (model requests,
     a retry round counted too), ``tasks``, ``attempts[(level, index)]`` (calls that carried the
@@ -338,7 +195,7 @@ class FakeSummarizer:
         call_seed = "|".join(
             f"{node_seed(t.level, t.index)}#{n}" for t, n in zip(tasks, call_numbers, strict=True)
         )
-        if self.fail_rate and _unit(call_seed, "fail") < self.fail_rate:
+        if self.fail_rate and unit_draw(call_seed, "fail") < self.fail_rate:
             self.failed_calls += 1
             raise SummarizerError(f"fake summarizer: injected failure on call {self.calls}")
         return self._answer(context, tasks, call_numbers)
@@ -361,7 +218,7 @@ class FakeSummarizer:
         retried: list[tuple[int, str, str]] = []  # (step number, too-long line, second try)
         for step, (task, call_number) in enumerate(zip(tasks, call_numbers, strict=True), start=1):
             seed = f"{node_seed(task.level, task.index)}#{call_number}"
-            if self.empty_rate and _unit(seed, "empty") < self.empty_rate:
+            if self.empty_rate and unit_draw(seed, "empty") < self.empty_rate:
                 lines.append(None)
                 tries.append(1)
                 first_tries.append("")
@@ -369,11 +226,11 @@ class FakeSummarizer:
             first = self._try(task, 1)
             first_tries.append(first)
             kept, used = trim_overshoot(first, self.node_bytes, self.trim_slack) or first, 1
-            if _nbytes(kept) > self.node_bytes and self.tries > 1:
+            if utf8_len(kept) > self.node_bytes and self.tries > 1:
                 second = self._try(task, 2)
                 retried.append((step, first, second))
                 used = 2
-                kept = min((first, second), key=_nbytes)  # keep the shortest try
+                kept = min((first, second), key=utf8_len)  # keep the shortest try
             lines.append(kept or None)
             tries.append(used)
             if kept:
@@ -392,18 +249,19 @@ class FakeSummarizer:
         retried: Sequence[tuple[int, str, str]],
         many: bool,
     ) -> CallUsage:
-        prompt = f"{COMPACT_SYSTEM}\n{context_block(context)}\n{task_block(tasks, self.node_bytes)}"
+        system = compact_system(self.node_bytes)
+        prompt = f"{system}\n{context_block(context)}\n{task_block(tasks, self.node_bytes)}"
         numbers = list(range(1, len(tasks) + 1)) if many else None
         reply = _out_block(first_tries, numbers)
-        input_bytes, output_bytes, requests = _nbytes(prompt), _nbytes(reply), 1
+        input_bytes, output_bytes, requests = utf8_len(prompt), utf8_len(reply), 1
         if retried:
             # The retry round re-sends the whole conversation plus one "too long" note per step.
             notes = "\n\n".join(
                 too_long_block(line, self.node_bytes, step if many else None) for step, line, _ in retried
             )
             second = _out_block([s for _, _, s in retried], [k for k, _, _ in retried] if many else None)
-            input_bytes += input_bytes + output_bytes + _nbytes(notes)
-            output_bytes += _nbytes(second)
+            input_bytes += input_bytes + output_bytes + utf8_len(notes)
+            output_bytes += utf8_len(second)
             requests += 1
         self.requests += requests
         return CallUsage(

@@ -190,7 +190,7 @@ class ChatPlanner:
                 plan.waiting = True
         await self._flush()
 
-    def merge(self, row: list[Node], node: Node, plan: Plan) -> bool:
+    def merge(self, row: list[Node], node: Node, plan: Plan, context_row: list[Node] | None = None) -> bool:
         """Build parent ``node`` (of row parts or of nodes under them); True if it was free."""
         left, right = (self.cache.get(child) for child in children(node))
         if left is None or right is None:
@@ -204,9 +204,8 @@ class ChatPlanner:
             plan.waiting = True
         elif len(plan.tasks) < self.window and all(t.node != node for t in plan.tasks):
             task = CompactTask("merge", node[0], node[1], left=left.text, right=right.text)
-            plan.tasks.append(
-                PlannedTask(node, task, self._context(row, node), left.first_at, right.last_at)
-            )
+            before = self._context(context_row or row, node)
+            plan.tasks.append(PlannedTask(node, task, before, left.first_at, right.last_at))
         else:
             plan.waiting = True
         return False
@@ -229,8 +228,12 @@ class ChatPlanner:
         plan.free_built += 1
         return self.cache.line_bytes(node)
 
-    async def batch(self, row: list[Node], boundary: int, target: int, plan: Plan) -> tuple[list[Node], bool]:
+    async def batch(
+        self, row: list[Node], boundary: int, target: int, plan: Plan, armed: list[Node]
+    ) -> tuple[list[Node], bool]:
         """Run the batch as far as built parents allow; returns the row and whether it ended.
+        Merges take their lines before from ``armed`` (the row as armed: shown, then new leaves),
+        which holds until the swap, so all passes share one cached context (memory/call_plan.py).
 
         Parents the cache has not seen are looked up and the plan is run again; the order of
         merges depends only on the row, so a re-run resumes exactly where it stopped.
@@ -255,8 +258,9 @@ class ChatPlanner:
             if unseen:
                 await self.cache.load(self.s, unseen + [k for n in unseen for k in children(n)])
                 continue
+            await self.cache.load(self.s, armed)
             for needed in result.needed:
-                self.merge(row, needed, plan)
+                self.merge(row, needed, plan, armed)
             await self._flush()
             return row, False
 
@@ -366,7 +370,8 @@ async def plan_chat(
                 if state.batch_target is None and size > config.view_high:
                     state.batch_target = config.view_low
                 if state.batch_target is not None:
-                    staged, ended = await planner.batch(staged, staged_end, state.batch_target, plan)
+                    armed = shown + [(0, i) for i in range(int(state.boundary), staged_end)]
+                    staged, ended = await planner.batch(staged, staged_end, state.batch_target, plan, armed)
                     state.staged = _json(staged)
                     if ended:
                         state.batch_target = None

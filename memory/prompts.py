@@ -21,7 +21,7 @@ __all__ = ["neutralize_frames"]
 
 NODE_BYTES_DEFAULT = 512
 
-COMPACT_SYSTEM = """\
+SYSTEM_BASE = """\
 You write the memory of a group chat on Discord. The chat never ends; friends talk in it for \
 months and a companion bot reads it. Every message becomes one short line, and two adjacent \
 lines merge into one line that covers both, again and again, up a binary tree. Each call to you \
@@ -58,13 +58,16 @@ line breaks. Stay within the byte limit you are given; characters outside ASCII 
 If you are told the line is too long, write it again shorter."""
 
 RULER_NOTE = "For scale, this ruler is exactly {n} bytes long, the most a line may take:"
+# How a call of several steps is answered: fixed text, so it lives in the cached system prompt
+# with the ruler; the task block only says how many steps there are (MANY_HEAD).
+MANY_FORMAT = (
+    "When you are given several steps, answer with exactly one line per step, in order, each "
+    'written as <out n="K">the line</out> with K the step number, and nothing else.'
+)
 
 COMPRESS_HEAD = "Compress this message into one line of at most {n} bytes:"
 MERGE_HEAD = "Merge these two adjacent lines (the first is older) into one line of at most {n} bytes:"
-MANY_HEAD = (
-    "Do these {k} steps. Answer with exactly {k} lines, in order, each written as "
-    '<out n="K">the line</out> with K the step number, and nothing else.'
-)
+MANY_HEAD = 'Do these {k} steps, each answered as <out n="K">the line</out>:'
 TOO_LONG = (
     "Too long: your line is {got} bytes, over the {n}-byte limit. Write the whole line again for "
     "the same input, cutting just enough of the least valuable items to end where it is cut here:"
@@ -97,6 +100,17 @@ def ruler(node_bytes: int = NODE_BYTES_DEFAULT) -> str:
     return "-" * node_bytes
 
 
+def compact_system(node_bytes: int = NODE_BYTES_DEFAULT) -> str:
+    """The compactor's system prompt: the instructions, the multi-step answer form and the
+    ruler. All of it is the same on every call, so it sits before the ``<chat>`` context in the
+    cached prefix (read at 0.1x) instead of in each call's uncached task block: the ruler and
+    the form are ~170 tokens a call, ~$0.006 per 1,000 messages at Haiku 4.5 on #ubuntu."""
+    return "\n\n".join([SYSTEM_BASE, MANY_FORMAT, f"{RULER_NOTE.format(n=node_bytes)}\n{ruler(node_bytes)}"])
+
+
+COMPACT_SYSTEM = compact_system(NODE_BYTES_DEFAULT)
+
+
 def context_block(lines: Sequence[str]) -> str:
     """The ``<chat>`` block: bare line texts, no addresses, oldest first."""
     body = "\n".join(neutralize_frames(flatten(line)) for line in lines)
@@ -118,14 +132,13 @@ def _task_head(task: CompactTask, node_bytes: int) -> str:
 
 
 def task_block(tasks: Sequence[CompactTask], node_bytes: int = NODE_BYTES_DEFAULT) -> str:
-    """The step text after the context: the ruler, then one or several tasks with whole inputs."""
-    parts = [RULER_NOTE.format(n=node_bytes), ruler(node_bytes), ""]
+    """The step text after the context: one or several tasks with whole inputs (the ruler and
+    the answer form are in the system prompt, :func:`compact_system`)."""
     if len(tasks) == 1:
-        parts += [_task_head(tasks[0], node_bytes), _task_input(tasks[0])]
-    else:
-        parts.append(MANY_HEAD.format(k=len(tasks)))
-        for k, task in enumerate(tasks, start=1):
-            parts += ["", f"Step {k}. {_task_head(task, node_bytes)}", _task_input(task)]
+        return "\n".join([_task_head(tasks[0], node_bytes), _task_input(tasks[0])])
+    parts = [MANY_HEAD.format(k=len(tasks))]
+    for k, task in enumerate(tasks, start=1):
+        parts += ["", f"Step {k}. {_task_head(task, node_bytes)}", _task_input(task)]
     return "\n".join(parts)
 
 

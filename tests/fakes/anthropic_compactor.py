@@ -6,7 +6,7 @@ The first user turn that holds a task block names the tasks (one, or several in 
 ``<out n="K">`` form); when the last user turn is a "Too long" follow-up, the answer is the
 retry for the named step(s), always within the limit.
 
-Line sizes follow the one size model of docs/design.md section 12, ``memory.fake_summarizer``'s; the
+Line sizes follow the one size model of docs/design.md section 12, ``memory.fake_size_model``'s; the
 only entry point for them is ``compactor_line``.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.fake_summarizer import (
+from memory.fake_size_model import (
     compress_size,
     fake_compress_try,
     fake_merge_try,
@@ -90,7 +90,7 @@ def _pad(line: str, input_text: str, target: int) -> str:
 def compactor_line(
     kind: str, input_text: str, seed: int, *, limit: int, attempt: int, overshoot_rate: float
 ) -> str:
-    """THE hook for line sizes: memory.fake_summarizer's size model (docs/design.md section 12).
+    """THE hook for line sizes: memory.fake_size_model's size model (docs/design.md section 12).
 
     Sizes and text come from ``fake_compress_try`` / ``fake_merge_try`` (compress: min(limit,
     max(60, 0.5 x input bytes) x jitter); merge: min(limit, 0.8 x (a + b) x jitter); jitter in

@@ -102,6 +102,26 @@ async def test_compress_request_shape_and_line(fake: FakeAnthropic, summarizer: 
     assert usage.output_tokens == logged_usage(fake, "output_tokens") > 0
 
 
+async def test_the_system_prompt_holds_the_ruler_and_answer_form(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic
+) -> None:
+    """The parts that are the same on every call (the ruler of the line limit and the several
+    steps answer form) are in the system prompt, before the cached context; the task block after
+    the cache mark holds only what changes: the step count, the heads and the inputs."""
+    summarizer = AnthropicSummarizer(client, model=MODEL, node_bytes=300)
+    await summarizer.summarize(CONTEXT, [compress(), merge(1)])
+    [entry] = fake.requests()
+    [system] = entry.body["system"]
+    assert system["text"].startswith(COMPACT_SYSTEM.split("\n\n")[0])
+    assert system["text"].endswith("this ruler is exactly 300 bytes long, the most a line may take:\n" + "-" * 300)
+    assert '<out n="K">the line</out> with K the step number' in system["text"]
+    context, task = entry.body["messages"][0]["content"]
+    assert "cache_control" in context and "cache_control" not in task
+    assert "---" not in task["text"] and "ruler" not in task["text"]
+    assert task["text"].startswith('Do these 2 steps, each answered as <out n="K">the line</out>:\n\nStep 1. ')
+    assert "at most 300 bytes" in task["text"]
+
+
 async def test_merge_keeps_every_speaker(summarizer: AnthropicSummarizer) -> None:
     batch = await summarizer.summarize(CONTEXT, [merge()])
     [line] = batch.lines

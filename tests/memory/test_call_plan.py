@@ -42,9 +42,9 @@ def test_every_call_gets_a_context_of_lines_before_each_of_its_tasks() -> None:
     assert sorted(seen) == sorted(t.node for t in tasks)
     large = [g for g in groups if g.large]
     small = [g for g in groups if not g.large]
-    # One shared context for all tasks with >= 1,000 bytes before them: the 15 lines (1,500
-    # bytes) before the first of them (position 20), so every call of it reads one prefix.
-    assert len(large) == 1 and large[0].context == ROW[5:20] and sticky == {1: ROW[5:20]}
+    # One shared context for all tasks with >= 1,000 bytes before them: the row's oldest lines
+    # that reach 1,000 bytes (10 lines), before every one of them, so every call reads one prefix.
+    assert len(large) == 1 and large[0].context == ROW[:10] and sticky == {1: ROW[:10]}
     # Tasks at 2 and 5 have too little before them to be cached: their own small context.
     assert len(small) == 1 and small[0].context == ROW[:2]
     assert [len(c) for c in large[0].calls] == [3, 3, 2]
@@ -67,11 +67,16 @@ def test_a_still_valid_sticky_context_is_kept_and_a_stale_one_replaced() -> None
     moved, sticky = plan_calls(
         near, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: ROW[12:27]}
     )
-    assert moved[0].context == ROW[5:20] and sticky == {1: ROW[5:20]}
+    assert moved[0].context == ROW[:10] and sticky == {1: ROW[:10]}
+    # The new context is the row's oldest lines: every later task of the tier has them before
+    # its input, however near the row's start, so it is kept (written once a row).
+    nearest = [task(10), task(11)]
+    kept, sticky = plan_calls(nearest, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky=sticky)
+    assert kept[0].context == ROW[:10] and sticky == {1: ROW[:10]}
     # Lines the row no longer has (merged away since): not a run of the lines before.
     gone = (ROW[12], "a line merged away since", ROW[14])
     fresh, _ = plan_calls(tasks, per_call=4, context_bytes=1500, min_context_bytes=1000, sticky={1: gone})
-    assert fresh[0].context == ROW[15:30]
+    assert fresh[0].context == ROW[:10]
 
 
 def test_a_task_that_failed_in_a_group_goes_alone() -> None:
@@ -88,7 +93,7 @@ def test_tasks_deep_in_the_row_share_a_full_size_context_of_their_own_tier() -> 
     by_tier = {g.tier: g for g in groups}
     # Tier 1: 1,000-2,000 bytes before (12, 14); tier 2: 2,000-3,000 (none); tier 3: >= 3,000.
     assert sorted(by_tier) == [1, 3]
-    assert by_tier[1].context == ROW[:12] and by_tier[3].context == ROW[3:33]
-    assert sticky == {1: ROW[:12], 3: ROW[3:33]}
+    assert by_tier[1].context == ROW[:10] and by_tier[3].context == ROW[:30]
+    assert sticky == {1: ROW[:10], 3: ROW[:30]}
     for group in groups:
         assert all(is_run_of(group.context, ROW[: t.node[1]]) for call in group.calls for t in call)

@@ -6,13 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.call_plan import lines_bytes
 from memory.clock import SimulatedClock
 from memory.compactor import Compactor
 from memory.context_check import database_context_check
 from memory.engine import MemoryEngine
 from memory.fake_summarizer import FakeSummarizer
+from memory.models import MemoryRow
 from memory.summarizer import CompactTask, SummaryBatch
 from tests.memory.helpers import SMALL, START, fill, make_engine, message, new_chat, settle
 
@@ -32,6 +35,33 @@ async def test_every_call_gets_only_lines_before_each_task_input(sessions: Sessi
     await settle(engine, clock, chat)
     assert summarizer.calls > 20 and summarizer.tasks > summarizer.calls  # multi-task calls ran
     assert summarizer.context_violations == 0  # strict: a violation would have raised already
+
+
+async def test_the_shared_context_is_written_about_once_a_row(sessions: Sessions) -> None:
+    """Every pass of a batch takes its lines before from the row as armed, and the shared
+    context is the row's oldest lines: it changes when a batch's swap rewrites the row's start,
+    not at every pass of a batch."""
+    summarizer = FakeSummarizer(node_bytes=SMALL.node_bytes, tries=SMALL.tries)
+    shared: list[tuple[str, ...]] = []
+
+    class Contexts:
+        async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
+            if lines_bytes(context) >= SMALL.min_context_bytes:
+                shared.append(tuple(context))
+            return await summarizer.summarize(context, tasks)
+
+    engine, _, clock = make_engine(sessions, SMALL, Contexts())  # type: ignore[arg-type]
+    chat = await new_chat(engine)
+    summarizer.context_check = database_context_check(sessions, chat)
+    texts = [f"{'plans for the padel court on friday ' * (3 + k % 9)}#{k}" for k in range(260)]
+    await fill(engine, clock, chat, [message(k, texts[k]) for k in range(260)])
+    await settle(engine, clock, chat)
+    async with sessions() as session:
+        swaps = await session.scalar(select(MemoryRow.swaps).where(MemoryRow.chat_id == chat))
+    assert len(shared) > 100 and summarizer.context_violations == 0
+    # 38 swaps here; the contexts change only with the swaps that follow a batch (6 contexts;
+    # taken from the staged row at every pass of a batch instead, there were 12).
+    assert (swaps or 0) > 30 and len(set(shared)) <= 6, (len(set(shared)), swaps)
 
 
 class Recorder:

@@ -8,14 +8,12 @@ from statistics import mean
 
 import pytest
 
-from memory.fake_summarizer import (
+from memory.fake_size_model import (
     COMPRESS_FLOOR,
     JITTER,
     OVERSHOOT_MAX,
     OVERSHOOT_MIN,
     WORD_SLACK,
-    FakeSummarizer,
-    check_compactor_input,
     compress_size,
     fake_compress_line,
     fake_compress_try,
@@ -26,6 +24,7 @@ from memory.fake_summarizer import (
     node_seed,
     size_model_description,
 )
+from memory.fake_summarizer import FakeSummarizer, check_compactor_input
 from memory.summarizer import CompactTask, SummarizerError
 
 WORDS = ["plan", "friday", "game", "night", "bring", "snacks", "catan", "box", "map", "usual"]
