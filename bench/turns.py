@@ -15,6 +15,7 @@ Every compactor call is accounted as the requests the Anthropic summarizer would
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import re
@@ -107,7 +108,8 @@ class ReplyMeter:
 
     def account(self, view: PromptView, index: int, record: ImportedMessage) -> None:
         note = TurnNote(self.clock.now(), view.timezone, (Trigger(record.author_name, 0, index),))
-        body = build_request(
+        request = functools.partial(
+            build_request,
             model=self.model,
             max_tokens=REPLY_MAX_TOKENS,
             system=self.system,
@@ -115,19 +117,12 @@ class ReplyMeter:
             view=view,
             note=note,
         )
+        body = request()
         self.turns += 1
         self.largest_prompt_bytes = max(self.largest_prompt_bytes, request_bytes(body))
         for ttl, meter in self.meters.items():
             if ttl == AUTO:
-                chosen = build_request(
-                    model=self.model,
-                    max_tokens=REPLY_MAX_TOKENS,
-                    system=self.system,
-                    tools=self.tools,
-                    view=view,
-                    note=note,
-                    lifetimes=self.gaps.lifetimes(0, self.clock.now()),
-                )
+                chosen = request(lifetimes=self.gaps.lifetimes(0, self.clock.now()))
                 meter.account(chosen, self.output_tokens)
             else:
                 meter.account(with_ttl(body, ttl), self.output_tokens)
