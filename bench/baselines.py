@@ -26,15 +26,15 @@ from bench.turns import COMPACT_MODELS, ReplyMeter
 from memory.clock import SimulatedClock
 from memory.config import MemoryConfig
 from memory.importers import ImportedMessage, message_text
+from memory.prompt_cache import estimate_tokens
 from memory.render import tail_line
 from memory.view import PromptView
-from tests.fakes.prompt_cache import estimate_tokens
 
 QUIET_SWAP = "quiet swap"
 SWAP_AT_ONCE = "swap as soon as built"
 EVERY_TURN = "a reply turn at every message"
 BEFORE = "before: a context per call, 4 tasks, overshoots asked again"
-CACHE_LIFETIMES = ("5m", "1h", "auto")  # "auto": bot/cache_policy.py, as the bot sends them
+CACHE_LIFETIMES = ("5m", "1h", "auto")  # "auto": bot/core/cache_policy.py, as the bot sends them
 
 
 def before_config(base: MemoryConfig) -> MemoryConfig:

@@ -2,7 +2,7 @@
 
 The benchmarks never call a model. Each request the bot would send (a reply turn, a compactor
 call, a rolling-summary rewrite) is built as the real request body and passed through
-:class:`tests.fakes.prompt_cache.PromptCache`, the same simulation the fake Anthropic API
+:class:`memory.prompt_cache.PromptCache`, the same simulation the fake Anthropic API
 uses (prefix order tools -> system -> messages, at most 4 marks, 20-block lookback, 5 min /
 1 h lifetimes, per-model minimum cacheable length, ~4 bytes per token). Its clock is the
 replay's simulated clock, so the lifetimes are 5 minutes and 1 hour of *corpus* time.
@@ -22,9 +22,9 @@ from memory.clock import SimulatedClock
 from memory.fake_size_model import fake_compress_try, fake_merge_try, node_seed
 from memory.fake_summarizer import FakeSummarizer
 from memory.pricing import PriceTable, Usage
+from memory.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
 from memory.prompts import context_block, cut_at_bytes, task_block, too_long_block
 from memory.summarizer import CompactTask, SummaryBatch
-from tests.fakes.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
 
 
 def corpus_seconds(clock: SimulatedClock) -> Callable[[], float]:

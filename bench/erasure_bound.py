@@ -17,10 +17,8 @@ import itertools
 import time
 from pathlib import Path
 
-from sqlalchemy import select
-
-from bench.replay import _fresh_database
-from memory import migrate
+from memory import migrate, row_audit
+from memory.bulk import fresh_database
 from memory.clock import WallClock
 from memory.compactor import Compactor
 from memory.config import MemoryConfig
@@ -29,9 +27,7 @@ from memory.engine import MemoryEngine
 from memory.fake_summarizer import FakeSummarizer
 from memory.importers import read_jsonl
 from memory.log import ChatKey, NewMessage
-from memory.models import MemoryRow
 from memory.render import REBUILDING
-from memory.view import row_lines
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc" / "ubuntu-stream-1.jsonl"
 PERSON, PERSON_ID = "eighth", 918273645549
@@ -69,10 +65,7 @@ async def run(messages: int, database_url: str) -> None:
     view_ms = (time.perf_counter() - started) * 1000
     after = size(view.row_lines)
     placeholders = sum(1 for line in view.row_lines if line.endswith(REBUILDING))
-    async with sessions() as s:
-        state = await s.scalar(select(MemoryRow).where(MemoryRow.chat_id == chat))
-        assert state is not None
-        unbounded = size(await row_lines(s, chat, [(int(a), int(b)) for a, b in state.shown], "UTC"))
+    unbounded = size(await row_audit.shown_row_lines(sessions, chat))
     await memory.compact(chat, until_idle=True, force_swap=True)
     rebuilt = size((await memory.prompt_view(chat)).row_lines)
     await engine.dispose()
@@ -81,13 +74,15 @@ async def run(messages: int, database_url: str) -> None:
     print(f"compaction until idle: {built:.0f} s")
     print(f"<memory> row before the erasure:     {before[0]:>9,} bytes in {before[1]:,} lines")
     print(f"right after, without the ceiling:    {unbounded[0]:>9,} bytes in {unbounded[1]:,} lines")
-    print(f"right after, as shown:               {after[0]:>9,} bytes in {after[1]:,} lines "
-          f"(VIEW_HIGH {config.view_high:,}), {placeholders} 'being rebuilt' lines; view {view_ms:.0f} ms")
+    print(
+        f"right after, as shown:               {after[0]:>9,} bytes in {after[1]:,} lines "
+        f"(VIEW_HIGH {config.view_high:,}), {placeholders} 'being rebuilt' lines; view {view_ms:.0f} ms"
+    )
     print(f"after the compactor rebuilt it:      {rebuilt[0]:>9,} bytes in {rebuilt[1]:,} lines")
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    url, server = await _fresh_database(args.database_url)
+    url, server = await fresh_database(args.database_url)
     try:
         await run(args.messages, url)
     finally:
@@ -106,5 +101,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-

@@ -333,12 +333,12 @@ figures, labelled with their source.
 - Compaction cost (bench/cache_model.py): each compactor call is priced as the requests
   memory/anthropic_summarizer.py would send (system, cache-marked `<chat>` context, task block;
   a retry resends the conversation; "requests" counts retries), tokens = UTF-8 bytes / 4, through
-  the prompt-cache simulation of tests/fakes/prompt_cache.py (20-block lookback, minimum 4,096
+  the prompt-cache simulation of memory/prompt_cache.py (20-block lookback, minimum 4,096
   tokens for Haiku, 1,024 for Sonnet) on corpus time, at the list prices of memory/pricing.py
   (Haiku 5.5's >100K tier and its tokenizer's ~30% more tokens included).
 - Reply turns (bench/turns.py): at a fixed-seed 1-in-{c.plan.runs()[0].sample_every} sample of messages plus
   every message naming the corpus's most active human author (`{main.person}` in `{main.corpus}`), the
-  request is bot/turn.py's `build_request` on the engine's `prompt_view` (tools, system, row in
+  request is bot/core/turn.py's `build_request` on the engine's `prompt_view` (tools, system, row in
   4-line blocks, tail in blocks cut at indexes k*8, turn note, 4 marks). Assumed: one model call
   per turn (no tool steps), {REPLY_OUTPUT_TOKENS} output tokens, Claude Sonnet 5.5; the bot's own replies
   are not added to the log. Cache lifetimes are 5 minutes / 1 hour of corpus time, so how often

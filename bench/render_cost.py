@@ -99,7 +99,7 @@ Context violations: compactor calls whose `<chat>` context was not a run of the 
 each task's input, checked against the tables at call time (memory/context_check.py); 0 required.
 Haiku 5.5 is priced with its >100K-token tier and its tokenizer's ~30% more tokens (every token
 count x 1.3, so its cache minimum of 4,096 tokens is reached with less text). Replies: each chat's
-marks get 5-minute or 1-hour lifetimes from its recent gaps between turns (bot/cache_policy.py);
+marks get 5-minute or 1-hour lifetimes from its recent gaps between turns (bot/core/cache_policy.py);
 the rolling summary's replies are accounted under the same policy.
 
 ## Before / after, in this run

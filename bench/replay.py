@@ -16,31 +16,23 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from bot.log_setup import configure_logging
-from memory import migrate
+from memory import migrate, row_audit
+from memory.bulk import Sessions, fresh_database
 from memory.clock import SimulatedClock
 from memory.compactor import Compactor
 from memory.config import MemoryConfig
 from memory.context_check import database_context_check
-from memory.database import create_database, make_engine, make_sessions, with_database
-from memory.embedded import EmbeddedPostgres
+from memory.database import make_engine, make_sessions
 from memory.fake_summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer, size_model_description
 from memory.importers import ImportedMessage, read_any
-from memory.log import ChatKey, append, ensure_chat, from_import, range_bytes, tail_line_bytes
-from memory.models import MemoryRow, TreeNode
-from memory.nodes import fetch
-from memory.render import row_line_bytes
-from memory.row import is_tiling, mergeable_pairs
+from memory.log import ChatKey, append, ensure_chat, from_import, tail_line_bytes
 from memory.summarizer import Summarizer
 
 
@@ -52,7 +44,7 @@ class ReplayHooks(Protocol):
 
     def wrap(self, summarizer: FakeSummarizer) -> Summarizer: ...
 
-    async def started(self, sessions: async_sessionmaker[AsyncSession], chat_id: int) -> None: ...
+    async def started(self, sessions: Sessions, chat_id: int) -> None: ...
 
     async def message(self, index: int, record: ImportedMessage) -> None:
         """Called after message ``index`` is logged and the compactor has had its pass."""
@@ -90,46 +82,13 @@ class ReplayResult:
 
 
 async def check_row(
-    sessions: async_sessionmaker[AsyncSession],
-    chat_id: int,
-    config: MemoryConfig,
-    result: ReplayResult,
-    *,
-    after_batch: bool = False,
+    sessions: Sessions, chat_id: int, config: MemoryConfig, result: ReplayResult, *, after_batch: bool = False
 ) -> int:
-    """Check the invariants of the shown row (or, right after a batch, of the staged row it
-    produced, which must be down to VIEW_LOW); returns the checked row's bytes."""
-    async with sessions() as session:
-        state = (await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id))).scalar_one()
-        staged = after_batch and state.staged is not None
-        parts = [(int(a), int(b)) for a, b in ((state.staged or []) if staged else state.shown)]
-        boundary = int((state.staged_boundary or 0) if staged else state.boundary)
-        records = await fetch(session, chat_id, parts)
-    problems = []
-    if not is_tiling(parts, boundary):
-        problems.append(f"row does not tile [0, {boundary})")
-    missing = [p for p in parts if p not in records]
-    if missing:
-        problems.append(f"{len(missing)} row parts are not built")
-    size = sum(row_line_bytes(records[p].info(), "UTC") for p in parts if p in records)
-    if size > config.view_high:
-        problems.append(f"row is {size} bytes, over VIEW_HIGH {config.view_high}")
-    if after_batch and size > config.view_low and mergeable_pairs(parts):
-        problems.append(f"row is {size} bytes after its batch, over VIEW_LOW {config.view_low}")
-    async with sessions() as session:
-        oversize = (
-            await session.execute(
-                select(TreeNode.level, TreeNode.idx, TreeNode.bytes, TreeNode.tries, TreeNode.by_model).where(
-                    TreeNode.chat_id == chat_id, TreeNode.bytes > config.node_bytes
-                )
-            )
-        ).all()
-    for level, idx, nbytes, node_tries, by_model in oversize:
-        if not by_model or node_tries < config.tries:
-            problems.append(f"node ({level},{idx}) is {nbytes} bytes after {node_tries} tries")
-    result.violations.extend(problems)
-    result.invariant_violations += len(problems)
-    return size
+    """Check the row's invariants (memory/row_audit.py) into ``result``; returns its bytes."""
+    checked = await row_audit.check_row(sessions, chat_id, config, after_batch=after_batch)
+    result.violations.extend(checked.problems)
+    result.invariant_violations += len(checked.problems)
+    return checked.size
 
 
 async def replay(
@@ -198,23 +157,7 @@ async def replay(
         if report.swaps:
             result.swaps += report.swaps
             await check_row(sessions, chat_id, config, result)
-        async with sessions() as session:
-            state = (
-                await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id))
-            ).scalar_one()
-            result.converged = (
-                state.staged is None
-                and not state.needs_repair
-                and (await range_bytes(session, chat_id, state.boundary) <= config.tail_start)
-            )
-            built = (
-                await session.execute(
-                    select(func.count(), func.count().filter(TreeNode.by_model.is_(False))).where(
-                        TreeNode.chat_id == chat_id
-                    )
-                )
-            ).one()
-            result.free_node_share = round(built[1] / max(built[0], 1), 4)
+        result.converged, result.free_node_share = await row_audit.settled(sessions, chat_id, config)
     finally:
         await engine.dispose()
     # Billed requests: a too-long retry is a second request in the same conversation.
@@ -230,7 +173,7 @@ async def replay(
 
 async def _run(
     compactor: Compactor,
-    sessions: async_sessionmaker[AsyncSession],
+    sessions: Sessions,
     chat_id: int,
     config: MemoryConfig,
     result: ReplayResult,
@@ -245,21 +188,9 @@ async def _run(
     result.swaps += report.swaps
     result.forced_swaps += report.forced_swaps
     row_bytes = await check_row(sessions, chat_id, config, result)
-    async with sessions() as session:
-        boundary = await session.scalar(select(MemoryRow.boundary).where(MemoryRow.chat_id == chat_id))
-        tail = await range_bytes(session, chat_id, int(boundary or 0))
+    tail = await row_audit.tail_bytes(sessions, chat_id)
     result.max_row_bytes = max(result.max_row_bytes, row_bytes)
     return row_bytes, tail
-
-
-async def _fresh_database(url: str | None) -> tuple[str, EmbeddedPostgres | None]:
-    """A new database for one replay: on the given server, or on a throwaway embedded one."""
-    if url:
-        name = f"eva_replay_{int(time.time() * 1000)}"
-        await create_database(url, name)
-        return with_database(url, name), None
-    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="eva-replay-")), delete_on_stop=True)
-    return server.start(database="replay"), server
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -293,7 +224,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     from bench.baselines import CACHE_LIFETIMES
     from bench.turns import RunSpec, headline, measure_run
 
-    url, server = await _fresh_database(args.database_url)
+    url, server = await fresh_database(args.database_url)
     try:
         spec = RunSpec(
             args.corpus,

@@ -27,9 +27,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
-
 from bench.baselines import (
     BEFORE,
     CACHE_LIFETIMES,
@@ -43,8 +40,9 @@ from bench.render import render
 from bench.scale import ScaleFigures, ScaleSpec, measure_scale
 from bench.turns import AUTO, RunFigures, RunSpec, measure_run
 from bot.log_setup import configure_logging
+from memory.bulk import create_run_database
 from memory.config import MemoryConfig
-from memory.database import create_database, drop_database, normalize_url, with_database
+from memory.database import drop_database
 from memory.embedded import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,28 +109,13 @@ class Collected:
     started_at: datetime
 
 
-async def _with_database(admin_url: str, name: str, relaxed: bool) -> str:
-    await create_database(admin_url, name)
-    url = with_database(admin_url, name)
-    if relaxed:
-        engine = create_async_engine(
-            normalize_url(admin_url), isolation_level="AUTOCOMMIT", hide_parameters=True
-        )
-        try:
-            async with engine.connect() as conn:
-                await conn.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
-        finally:
-            await engine.dispose()
-    return url
-
-
 async def run_replay(spec: RunSpec, admin_url: str) -> RunFigures:
     if multiprocessing.parent_process() is not None:
         # A worker process of a parallel report: quiet logs there. In-process (tests, one
         # worker) the caller's logging stays as it was.
         configure_logging("console", "WARNING")
     name = f"eva_bench_{os.getpid()}_{int(time.time() * 1000)}"
-    url = await _with_database(admin_url, name, relaxed=True)
+    url = await create_run_database(admin_url, name, commit_flush=False)
     try:
         return await measure_run(spec, url)
     finally:
@@ -141,7 +124,7 @@ async def run_replay(spec: RunSpec, admin_url: str) -> RunFigures:
 
 async def run_scale(spec: ScaleSpec, admin_url: str) -> ScaleFigures:
     name = f"eva_scale_{int(time.time() * 1000)}"
-    url = await _with_database(admin_url, name, relaxed=False)
+    url = await create_run_database(admin_url, name)
     try:
         return await measure_scale(spec, url)
     finally:

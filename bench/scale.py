@@ -17,7 +17,7 @@ How the chat is built (in a few minutes instead of a month of compactor calls):
 3. ``VACUUM ANALYZE``, as autovacuum would have done on a chat that grew over months.
 
 Then p50/p95 over ``samples`` calls each of: the reply prompt (``MemoryEngine.prompt_view``
-plus bot/turn.py ``build_request``), ``zoom`` of random row lines and of random deep
+plus bot/core/turn.py ``build_request``), ``zoom`` of random row lines and of random deep
 addresses, ``recall`` of words sampled from the corpus without and with an author filter;
 the ingest rate through ``MemoryEngine.append`` (one message per transaction); the time of
 ``MemoryEngine.erase_author`` for the person with ``erase`` messages; the database size.
@@ -28,32 +28,21 @@ from __future__ import annotations
 import random
 import re
 import time
-import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text, update
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-
+from bench.scale_tree import ERASED_PERSON, TreeSimulation, generate
 from bench.turns import REPLY_MAX_TOKENS, REPLY_MODEL
-from memory import migrate
+from memory.bulk import BulkDatabase
 from memory.config import MemoryConfig
-from memory.database import make_engine, make_sessions, normalize_url
 from memory.engine import MemoryEngine
-from memory.fake_size_model import fake_compress_line, fake_merge_line, node_seed
 from memory.importers import ImportedMessage, message_text, read_any
-from memory.log import ChatKey, NewMessage, tail_line_bytes
-from memory.models import MemoryRow
-from memory.render import LineInfo, row_line_bytes
-from memory.row import plan_batch
-from memory.tree import Node, children, end, free_leaf, free_merge, start
+from memory.log import ChatKey, NewMessage
+from memory.tree import Node, end, start
 
 GUILD_ID = 7
-ERASED_PERSON = ("forget-me-person", 424_242)
-SNOWFLAKE_BASE = 10**15
 LOAD_BATCH = 10_000
 TABLES = ("messages", "nodes", "memory_rows", "chats", "usage_ledger", "opt_outs")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{3,}")
@@ -121,136 +110,8 @@ class ScaleFigures:
         return self.database_bytes * 1_000_000 / max(self.messages, 1)
 
 
-def generate(
-    records: Sequence[ImportedMessage], count: int, erase: int, first: int = 0
-) -> Iterator[NewMessage]:
-    """Messages ``first .. first+count-1`` of the corpus repeated; every ``step``-th of the
-    first ``erase * step`` messages belongs to the person the benchmark erases."""
-    span = records[-1].created_at - records[0].created_at + timedelta(days=1)
-    step = max(1, (first + count) // max(erase, 1)) if erase else 0
-    for k in range(first, first + count):
-        rec = records[k % len(records)]
-        name, author_id = rec.author_name, zlib.crc32(rec.author_name.encode()) + 1
-        if step and k % step == step - 1 and k // step < erase:
-            name, author_id = ERASED_PERSON
-        yield NewMessage(
-            author_name=name,
-            created_at=rec.created_at + span * (k // len(records)),
-            content=rec.content,
-            author_id=author_id,
-            snowflake=SNOWFLAKE_BASE + k,
-            is_bot=rec.is_bot,
-        )
-
-
-class TreeSimulation:
-    """The compactor's arms, batches and swaps on a message stream, without a model."""
-
-    def __init__(self, config: MemoryConfig) -> None:
-        self.cfg = config
-        self.authors: list[str] = []
-        self.texts: list[str] = []
-        self.times: list[datetime] = []
-        self.line_bytes: list[int] = []
-        self.lines: dict[Node, str] = {}
-        self.by_model: set[Node] = set()
-        self._row_bytes: dict[Node, int] = {}
-        self.row: list[Node] = []
-        self.boundary = 0
-        self.tail = 0
-
-    def add(self, msg: NewMessage) -> None:
-        index = len(self.texts)
-        body = message_text(msg.content, msg.attachments)
-        self.authors.append(msg.author_name)
-        self.texts.append(body)
-        self.times.append(msg.created_at)
-        size = tail_line_bytes(index, msg.author_name, body)
-        self.line_bytes.append(size)
-        self.tail += size
-        if self.tail > self.cfg.tail_start:
-            self._arm(index + 1)
-
-    def line(self, node: Node) -> str:
-        found = self.lines.get(node)
-        if found is not None:
-            return found
-        if node[0] == 0:
-            i = node[1]
-            made = free_leaf(self.authors[i], self.texts[i], self.cfg.node_bytes)
-            if made is None:
-                made = fake_compress_line(
-                    self.authors[i], self.texts[i], node_seed(0, i), self.cfg.node_bytes
-                )
-                self.by_model.add(node)
-        else:
-            left, right = (self.line(child) for child in children(node))
-            made = free_merge(left, right, self.cfg.node_bytes)
-            if made is None:
-                made = fake_merge_line(left, right, node_seed(*node), self.cfg.node_bytes)
-                self.by_model.add(node)
-        self.lines[node] = made
-        return made
-
-    def size(self, node: Node) -> int:
-        found = self._row_bytes.get(node)
-        if found is None:
-            info = LineInfo(node, self.line(node), self.times[start(node)], self.times[end(node) - 1])
-            found = self._row_bytes[node] = row_line_bytes(info, self.cfg.timezone)
-        return found
-
-    def _arm(self, total: int) -> None:
-        keep, kept = total - 1, self.line_bytes[total - 1]
-        while keep > self.boundary and kept + self.line_bytes[keep - 1] <= self.cfg.tail_keep:
-            keep -= 1
-            kept += self.line_bytes[keep]
-        if keep <= self.boundary:
-            return
-        staged = self.row + [(0, i) for i in range(self.boundary, keep)]
-        if sum(self.size(p) for p in staged) > self.cfg.view_high:
-            staged = plan_batch(staged, total, self.size, self.cfg.view_low).parts
-        self.row, self.boundary = staged, keep
-        self.tail = sum(self.line_bytes[keep:total])
-
-    def node_records(self, chat_id: int) -> Iterator[tuple[Any, ...]]:
-        for node, line in self.lines.items():
-            model = node in self.by_model
-            yield (
-                chat_id,
-                node[0],
-                node[1],
-                line,
-                len(line.encode()),
-                self.times[start(node)],
-                self.times[end(node) - 1],
-                model,
-                "fake" if model else None,
-                1 if model else 0,
-            )
-
-
-async def _copy_nodes(engine: AsyncEngine, sim: TreeSimulation, chat_id: int) -> None:
-    columns = [
-        "chat_id",
-        "level",
-        "idx",
-        "text",
-        "bytes",
-        "first_at",
-        "last_at",
-        "by_model",
-        "model",
-        "tries",
-    ]
-    async with engine.connect() as conn:
-        raw = await conn.get_raw_connection()
-        driver: Any = raw.driver_connection
-        await driver.copy_records_to_table("nodes", records=list(sim.node_records(chat_id)), columns=columns)
-        await conn.commit()
-
-
 async def build_chat(
-    spec: ScaleSpec, engine: AsyncEngine, memory: MemoryEngine, figures: ScaleFigures
+    spec: ScaleSpec, database: BulkDatabase, memory: MemoryEngine, figures: ScaleFigures
 ) -> tuple[int, TreeSimulation, list[ImportedMessage]]:
     records = list(read_any(spec.corpus))
     small_id = await memory.ensure_chat(ChatKey("text", "scale-small", discord_id=2, guild_id=GUILD_ID))
@@ -274,20 +135,13 @@ async def build_chat(
     started = time.perf_counter()
     for msg in generate(records, spec.messages, spec.erase):
         sim.add(msg)
-    await _copy_nodes(engine, sim, chat_id)
-    async with memory.sessions() as s, s.begin():
-        await s.execute(
-            update(MemoryRow)
-            .where(MemoryRow.chat_id == chat_id)
-            .values(shown=[[level, idx] for level, idx in sim.row], boundary=sim.boundary, version=1)
-        )
+    await database.copy_nodes(sim.node_records(chat_id))
+    await database.store_row(chat_id, sim.row, sim.boundary)
     figures.tree_seconds = round(time.perf_counter() - started, 1)
     figures.nodes, figures.model_nodes = len(sim.lines), len(sim.by_model)
     figures.row_lines, figures.boundary = len(sim.row), sim.boundary
     figures.row_bytes = sum(sim.size(p) for p in sim.row)
-    async with engine.connect() as conn:
-        await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await conn.execute(text("VACUUM ANALYZE"))
+    await database.vacuum_analyze()
     return chat_id, sim, records
 
 
@@ -308,10 +162,10 @@ async def measure_reads(
     small_chat_id: int = 0,
     small_texts: Sequence[str] = (),
 ) -> dict[str, Latency]:
-    from bot.prompts import system_prompt
+    from bot.core.prompts import system_prompt
+    from bot.core.tools import TOOLS
+    from bot.core.turn import Trigger, TurnNote, build_request
     from bot.settings import Settings
-    from bot.tools import TOOLS
-    from bot.turn import Trigger, TurnNote, build_request
 
     rng = random.Random(spec.seed)
     system = system_prompt(Settings(_env_file=None))  # type: ignore[call-arg]
@@ -363,25 +217,10 @@ async def _ingest(memory: MemoryEngine, chat_id: int, messages: Sequence[NewMess
     return round(len(messages) / (time.perf_counter() - started), 1)
 
 
-async def _commit_ms(engine: AsyncEngine, synchronous: str, count: int = 100) -> float:
-    """Milliseconds of one one-row INSERT + COMMIT (the floor of a one-message transaction)."""
-    async with engine.connect() as conn:
-        await conn.execute(text(f"SET synchronous_commit = {synchronous}"))
-        await conn.commit()
-        started = time.perf_counter()
-        for k in range(count):
-            await conn.execute(text("INSERT INTO opt_outs (guild_id, user_id) VALUES (-1, :k)"), {"k": k})
-            await conn.commit()
-        elapsed = time.perf_counter() - started
-        await conn.execute(text("DELETE FROM opt_outs WHERE guild_id = -1"))
-        await conn.commit()
-    return round(1000 * elapsed / count, 2)
-
-
 async def measure_writes(
     spec: ScaleSpec,
     database_url: str,
-    engine: AsyncEngine,
+    database: BulkDatabase,
     memory: MemoryEngine,
     chat_id: int,
     records: list[ImportedMessage],
@@ -393,57 +232,41 @@ async def measure_writes(
     figures.ingest_messages = spec.ingest
     figures.append_per_second = await _ingest(memory, chat_id, fresh[: spec.ingest])
     texts = [m.content for m in fresh[2 * spec.ingest :]]
-    figures.ingest_per_second, figures.ingest_batch_mean = await ingest_through_bot(
-        engine, memory.sessions, chat_id, texts
-    )
+    figures.ingest_per_second, figures.ingest_batch_mean = await ingest_through_bot(database, chat_id, texts)
     # What-if: the same path with the commit's WAL flush made asynchronous (not the default).
-    relaxed = create_async_engine(
-        normalize_url(database_url),
-        connect_args={"server_settings": {"synchronous_commit": "off"}},
-        hide_parameters=True,
-    )
+    relaxed = BulkDatabase.without_commit_flush(database_url)
     try:
-        relaxed_memory = MemoryEngine(make_sessions(relaxed), spec.config)
+        relaxed_memory = MemoryEngine(relaxed.sessions, spec.config)
         figures.ingest_async_per_second = await _ingest(
             relaxed_memory, chat_id, fresh[spec.ingest : 2 * spec.ingest]
         )
-        figures.commit_ms = await _commit_ms(relaxed, "on")
-        figures.commit_async_ms = await _commit_ms(relaxed, "off")
+        figures.commit_ms = await relaxed.commit_ms("on")
+        figures.commit_async_ms = await relaxed.commit_ms("off")
     finally:
-        await relaxed.dispose()
+        await relaxed.close()
     started = time.perf_counter()
     report = await memory.erase_author(GUILD_ID, ERASED_PERSON[1])
     figures.erase_seconds = round(time.perf_counter() - started, 2)
     figures.erase_messages, figures.erase_nodes = report.messages, report.nodes
 
 
-async def measure_size(engine: AsyncEngine, figures: ScaleFigures) -> None:
-    async with engine.connect() as conn:
-        figures.database_bytes = int(
-            await conn.scalar(text("SELECT pg_database_size(current_database())")) or 0
-        )
-        for table in TABLES:
-            size = await conn.scalar(
-                text("SELECT pg_total_relation_size(CAST(:t AS regclass))"), {"t": table}
-            )
-            figures.table_bytes[table] = int(size or 0)
-        figures.postgres_version = str(await conn.scalar(text("SHOW server_version")))
+async def measure_size(database: BulkDatabase, figures: ScaleFigures) -> None:
+    figures.database_bytes, figures.table_bytes, figures.postgres_version = await database.sizes(TABLES)
 
 
 async def measure_scale(spec: ScaleSpec, database_url: str) -> ScaleFigures:
-    engine = make_engine(database_url)
-    await migrate.upgrade(engine)
-    memory = MemoryEngine(make_sessions(engine), spec.config)
+    database = await BulkDatabase.open(database_url)
+    memory = MemoryEngine(database.sessions, spec.config)
     figures = ScaleFigures(messages=spec.messages, corpus=spec.corpus.name)
     try:
-        chat_id, sim, records = await build_chat(spec, engine, memory, figures)
-        await measure_size(engine, figures)
+        chat_id, sim, records = await build_chat(spec, database, memory, figures)
+        await measure_size(database, figures)
         figures.latencies = await measure_reads(
             spec, memory, chat_id, sim, figures.small_chat_id, figures.small_texts
         )
-        await measure_writes(spec, database_url, engine, memory, chat_id, records, figures)
+        await measure_writes(spec, database_url, database, memory, chat_id, records, figures)
     finally:
-        await engine.dispose()
+        await database.close()
     return figures
 
 

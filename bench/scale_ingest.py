@@ -18,19 +18,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import SecretStr
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from memory.models import Chat
+from memory.bulk import BulkDatabase
 
 PEOPLE = 7
 
 
 async def ingest_through_bot(
-    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], chat_id: int, texts: Sequence[str]
+    database: BulkDatabase, chat_id: int, texts: Sequence[str]
 ) -> tuple[float, float]:
     """Messages per second through the bot's ingest, and the mean messages per batch."""
-    import simcord  # the test suite's simulated Discord (installed with the [test] extra)
+    # The test suite's simulated Discord, installed with the [test] extra: a test harness, not
+    # test code (nothing under bench/ imports tests/), and needed only by this figure.
+    import simcord
 
     from bot.app import build_services
     from bot.client import EvaBot
@@ -40,23 +40,21 @@ async def ingest_through_bot(
 
     secret = SecretStr("bench")  # nothing here calls Discord or Anthropic
     settings = Settings(_env_file=None, discord_token=secret, anthropic_api_key=secret)  # type: ignore[call-arg]
-    services = build_services(settings, Database(engine=engine, sessions=sessions, embedded=None))
+    services = build_services(
+        settings, Database(engine=database.engine, sessions=database.sessions, embedded=None)
+    )
     bot = EvaBot(services, extensions=("bot.cogs.ingest",))
     # SimCord's READY lists no guilds, and a guild missing from READY is forgotten like one that
     # removed the bot while it was away: the benchmark's chats stand outside any guild while the
     # bot runs, and get their guild back afterwards (the erasure figure erases by guild).
-    async with sessions() as s, s.begin():
-        rows = await s.execute(select(Chat.id, Chat.guild_id).where(Chat.guild_id.is_not(None)))
-        guilds: dict[int, int | None] = {int(chat): guild_id for chat, guild_id in rows}
-        await s.execute(update(Chat).where(Chat.id.in_(guilds)).values(guild_id=None))
+    guilds = await database.lift_guilds()
     try:
         async with simcord.run(bot) as env:
             ingest = services.ingest
             assert isinstance(ingest, Ingest)
             guild = env.create_guild()
             channel = guild.create_text_channel("scale")
-            async with sessions() as s, s.begin():
-                await s.execute(update(Chat).where(Chat.id == chat_id).values(discord_id=channel.id))
+            await database.set_discord_id(chat_id, channel.id)
             people = [guild.add_member(env.create_user(f"person{k}")) for k in range(PEOPLE)]
             ingest.is_open = False
             for k, body in enumerate(texts):
@@ -90,7 +88,5 @@ async def ingest_through_bot(
             memory.append, memory.append_replies = one, several  # type: ignore[method-assign]
     finally:
         await services.claude.close()
-        async with sessions() as s, s.begin():
-            for chat, guild_id in guilds.items():
-                await s.execute(update(Chat).where(Chat.id == chat).values(guild_id=guild_id))
+        await database.restore_guilds(guilds)
     return round(len(messages) / elapsed, 1), round(len(messages) / max(batches, 1), 1)

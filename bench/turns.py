@@ -2,7 +2,7 @@
 
 At sampled messages (a fixed-seed draw of about 1 in 50, plus every message that names a
 chosen person: the most active human author of the replayed stretch, standing in for the
-bot's name) the reply request is built exactly as the bot builds it (bot/turn.py
+bot's name) the reply request is built exactly as the bot builds it (bot/core/turn.py
 ``build_request``: tools, system, the row in 4-line blocks, the raw tail in blocks cut at
 message indexes k*8, the per-turn note, 4 marks) from the engine's own ``prompt_view`` and
 accounted on the cache simulation at the corpus's time. Assumptions, printed with the
@@ -15,6 +15,7 @@ Every compactor call is accounted as the requests the Anthropic summarizer would
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import re
@@ -25,15 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from bench.cache_model import CacheMeter, MeteredSummarizer, MeterFigures, corpus_seconds, with_ttl
 from bench.replay import replay
-from bot.cache_policy import TurnGaps
-from bot.prompts import system_prompt
+from bot.core.cache_policy import TurnGaps
+from bot.core.prompts import system_prompt
+from bot.core.tools import TOOLS
+from bot.core.turn import Trigger, TurnNote, build_request
 from bot.settings import Settings
-from bot.tools import TOOLS
-from bot.turn import Trigger, TurnNote, build_request
+from memory.bulk import Sessions
 from memory.clock import SimulatedClock
 from memory.config import MemoryConfig
 from memory.fake_summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer
@@ -52,7 +52,7 @@ BUDGET_WHAT_IF = "claude-haiku-4-5, byte budget growing with the level (what-if)
 REPLY_OUTPUT_TOKENS = 150  # a group-chat answer of a few sentences
 REPLY_MAX_TOKENS = 1024
 SAMPLE_EVERY = 50
-# The bot's policy (bot/cache_policy.py): each mark's lifetime chosen from the chat's recent
+# The bot's policy (bot/core/cache_policy.py): each mark's lifetime chosen from the chat's recent
 # gaps between turns. "5m" and "1h" put every mark at that lifetime.
 AUTO = "auto"
 SAMPLE_SEED = "eva-bench-1"
@@ -108,7 +108,8 @@ class ReplyMeter:
 
     def account(self, view: PromptView, index: int, record: ImportedMessage) -> None:
         note = TurnNote(self.clock.now(), view.timezone, (Trigger(record.author_name, 0, index),))
-        body = build_request(
+        request = functools.partial(
+            build_request,
             model=self.model,
             max_tokens=REPLY_MAX_TOKENS,
             system=self.system,
@@ -116,19 +117,12 @@ class ReplyMeter:
             view=view,
             note=note,
         )
+        body = request()
         self.turns += 1
         self.largest_prompt_bytes = max(self.largest_prompt_bytes, request_bytes(body))
         for ttl, meter in self.meters.items():
             if ttl == AUTO:
-                chosen = build_request(
-                    model=self.model,
-                    max_tokens=REPLY_MAX_TOKENS,
-                    system=self.system,
-                    tools=self.tools,
-                    view=view,
-                    note=note,
-                    lifetimes=self.gaps.lifetimes(0, self.clock.now()),
-                )
+                chosen = request(lifetimes=self.gaps.lifetimes(0, self.clock.now()))
                 meter.account(chosen, self.output_tokens)
             else:
                 meter.account(with_ttl(body, ttl), self.output_tokens)
@@ -203,13 +197,13 @@ class TurnHooks:
             if spec.rolling
             else None
         )
-        self.sessions: async_sessionmaker[AsyncSession] | None = None
+        self.sessions: Sessions | None = None
         self.chat_id = 0
 
     def wrap(self, summarizer: FakeSummarizer) -> Summarizer:
         return MeteredSummarizer(summarizer, list(self.compact_meters.values()))
 
-    async def started(self, sessions: async_sessionmaker[AsyncSession], chat_id: int) -> None:
+    async def started(self, sessions: Sessions, chat_id: int) -> None:
         self.sessions, self.chat_id = sessions, chat_id
 
     async def message(self, index: int, record: ImportedMessage) -> None:

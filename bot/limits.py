@@ -5,7 +5,7 @@
   (bot/cooldown.py); nothing is dropped and nothing is said in public.
 - Per-guild monthly reply cap (GUILD_MONTHLY_REPLY_CAP, 0 = off): reply turns this calendar
   month, counted from the usage ledger, so the count survives restarts and sees every process.
-- Tool steps (TOOL_STEPS): model calls per turn; enforced by the turn loop (bot/turn.py).
+- Tool steps (TOOL_STEPS): model calls per turn; enforced by the turn loop (bot/core/turn.py).
 
 How turns are counted from the ledger: every model call of one turn is written in ONE
 transaction at the end of the turn (:func:`record_turn_usage`). The ledger's ``created_at``

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 import discord
 import structlog
 
-from bot.sentences import has_sentence
+from bot.core.sentences import has_sentence
 from bot.splitting import split_message
 
 log = structlog.get_logger(__name__)
@@ -39,7 +39,7 @@ REPLY_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True
 
 
 class LiveReply:
-    """The Discord messages of one streamed reply; implements ``bot.turn.TurnProgress``."""
+    """The Discord messages of one streamed reply; implements ``bot.core.turn.TurnProgress``."""
 
     def __init__(
         self,

@@ -32,9 +32,13 @@ import structlog
 from discord.ext import commands
 
 from bot.attachments import FileLimits, file_blocks, read_files, turn_sources
-from bot.cache_policy import TurnGaps
 from bot.chats import chat_for_channel, is_dm, visible
 from bot.cooldown import CooldownGate
+from bot.core.cache_policy import TurnGaps
+from bot.core.prompts import system_prompt
+from bot.core.tools import TOOLS, ToolContext, ToolResult, run_tool
+from bot.core.turn import Trigger, TurnNote, TurnResult, run_turn
+from bot.forget_button import post_forget_confirmation
 from bot.limits import (
     CAP_NOTE,
     CLAUDE_DOWN_NOTE,
@@ -45,12 +49,9 @@ from bot.limits import (
 )
 from bot.live_reply import REPLY_MENTIONS, LiveReply
 from bot.mentions import shown_text
-from bot.prompts import system_prompt
 from bot.reply_gate import ReplyGate
 from bot.services import Services, services_of
 from bot.splitting import split_message
-from bot.tools import TOOLS, ToolContext, ToolResult, post_forget_confirmation, run_tool
-from bot.turn import Trigger, TurnNote, TurnResult, run_turn
 
 log = structlog.get_logger(__name__)
 

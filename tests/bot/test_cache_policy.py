@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes, TurnGaps, choose_lifetimes
-from bot.turn import Trigger, TurnNote, build_request
+from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes, TurnGaps, choose_lifetimes
+from bot.core.turn import Trigger, TurnNote, build_request
 from memory.view import PromptView
 from tests.fakes.anthropic_validation import validate_request
 

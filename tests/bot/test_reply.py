@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from bot.core.prompts import system_prompt
+from bot.core.tools import TOOL_UNAVAILABLE, TOOLS, cap_result
+from bot.core.turn import LAST_STEP_NOTE
 from bot.limits import CLAUDE_DOWN_NOTE, STEP_LIMIT_NOTE, replies_this_month
-from bot.prompts import system_prompt
-from bot.tools import TOOL_UNAVAILABLE, TOOLS, cap_result
-from bot.turn import LAST_STEP_NOTE
 from bot.ui import TIMED_OUT
 from memory.errors import BadRequest
 from memory.models import UsageEntry
+from memory.prompt_cache import blocks_of_request
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import (
     FLAMINGO_INDEX,
@@ -29,7 +30,6 @@ from tests.bot.reply_world import (
 )
 from tests.fakes.anthropic_api import LogEntry
 from tests.fakes.anthropic_behaviours import Fault
-from tests.fakes.prompt_cache import blocks_of_request
 
 __all__ = ["fake", "settings", "simcord_bot", "world"]  # fixtures
 

@@ -14,9 +14,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.models import Message
+from memory.prompt_cache import blocks_of_request
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import World, user_text
-from tests.fakes.prompt_cache import blocks_of_request
 
 __all__ = ["fake", "settings", "simcord_bot", "world"]  # fixtures
 

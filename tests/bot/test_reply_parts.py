@@ -10,8 +10,8 @@ import pytest
 
 from bot.attachments import FileLimits, FileSource, TurnFile, file_blocks, file_kind, read_files, sniff_image
 from bot.cooldown import CooldownGate
-from bot.sentences import SHOW_WITHOUT_SENTENCE, end_at_sentence, has_sentence
-from bot.turn import MAX_CACHE_MARKS, Trigger, TurnNote, build_request, count_cache_marks
+from bot.core.sentences import SHOW_WITHOUT_SENTENCE, end_at_sentence, has_sentence
+from bot.core.turn import MAX_CACHE_MARKS, Trigger, TurnNote, build_request, count_cache_marks
 from memory.view import PromptView
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

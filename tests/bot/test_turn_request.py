@@ -1,7 +1,7 @@
 """The reply request's layout and cache marks (pure: no database, no network).
 
 The prompt-cache behaviour is checked with the fake API's own cache simulation
-(tests/fakes/prompt_cache.py), which follows the documented rules: a mark stores its prefix,
+(memory/prompt_cache.py), which follows the documented rules: a mark stores its prefix,
 a later mark reads the longest stored prefix within 20 blocks before it.
 """
 
@@ -11,10 +11,9 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.prompts import MEMORY_INSTRUCTIONS, system_prompt
-from bot.settings import Settings
-from bot.tools import TOOLS
-from bot.turn import (
+from bot.core.prompts import MEMORY_INSTRUCTIONS, system_prompt
+from bot.core.tools import TOOLS
+from bot.core.turn import (
     MAX_CACHE_MARKS,
     Trigger,
     TurnNote,
@@ -23,9 +22,10 @@ from bot.turn import (
     memory_blocks,
     note_text,
 )
+from bot.settings import Settings
+from memory.prompt_cache import ManualClock, PromptCache, blocks_of_request
 from memory.render import memory_block, tail_line
 from memory.view import PromptView
-from tests.fakes.prompt_cache import ManualClock, PromptCache, blocks_of_request
 
 MODEL = "claude-sonnet-5-5"
 START = datetime(2026, 10, 14, 18, 0, tzinfo=UTC)

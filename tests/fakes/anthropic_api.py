@@ -29,6 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
+from memory.prompt_cache import Clock, OffsetClock, PromptCache, blocks_of_request, count_request_tokens
 from tests.fakes.anthropic_behaviours import (
     Fault,
     FaultInjector,
@@ -42,7 +43,6 @@ from tests.fakes.anthropic_compactor import Compactor, is_compaction_request
 from tests.fakes.anthropic_messages import build_message, output_tokens, write_sse
 from tests.fakes.anthropic_models import BadListQuery, ModelCatalogue, ModelNotFound
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
-from tests.fakes.prompt_cache import Clock, OffsetClock, PromptCache, blocks_of_request, count_request_tokens
 
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _MALFORMED_BODY = b'{"id": "msg_truncated", "type": "mess'

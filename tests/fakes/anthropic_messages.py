@@ -8,8 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
+from memory.prompt_cache import BYTES_PER_TOKEN, estimate_tokens
 from tests.fakes.anthropic_behaviours import ScriptedReply
-from tests.fakes.prompt_cache import BYTES_PER_TOKEN, estimate_tokens
 
 STREAM_CHUNKS = 3  # deltas per streamed block: enough to exercise the SDK's accumulation
 

@@ -18,9 +18,9 @@ import anthropic
 import pytest
 from anthropic.types import TextBlock, ToolUseBlock
 
+from memory.prompt_cache import ManualClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ToolCall
-from tests.fakes.prompt_cache import ManualClock
 
 MODEL = "claude-haiku-5-5"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -13,10 +13,10 @@ from typing import Any
 import anthropic
 import pytest
 
+from memory.prompt_cache import ManualClock
 from memory.prompts import COMPACT_SYSTEM, context_block, parse_lines, task_block, too_long_block
 from memory.summarizer import CompactTask
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.prompt_cache import ManualClock
 
 MODEL = "claude-haiku-5-5"
 CONTEXT = ["Pia: planned the Oslo trip for May 3", "Tom: will book the train; Ana: asked about hostels"]

@@ -16,9 +16,9 @@ from typing import Any
 import anthropic
 import pytest
 
+from memory.prompt_cache import ManualClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
-from tests.fakes.prompt_cache import ManualClock
 
 MODEL = "claude-sonnet-5-5"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)

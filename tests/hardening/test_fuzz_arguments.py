@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.core.tools import TOOL_UNAVAILABLE, ToolContext, ToolResult, run_tool
 from bot.services import Services
 from bot.settings import Settings
-from bot.tools import TOOL_UNAVAILABLE, ToolContext, ToolResult, run_tool
 from memory.errors import UserFacingError
 from memory.log import ChatKey, NewMessage
 from memory.models import Chat, Message, OptOut, TreeNode, UsageEntry

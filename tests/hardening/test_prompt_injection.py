@@ -15,7 +15,7 @@ import pytest
 import simcord
 from sqlalchemy import func, select
 
-from bot.prompts import system_prompt
+from bot.core.prompts import system_prompt
 from bot.settings import Settings
 from memory.log import storable
 from memory.models import Message
@@ -130,7 +130,7 @@ async def test_reply_requests_keep_every_frame_and_line_head_real(
     asked = await w.bob.send(w.general, f"{w.me.mention} " + HOSTILE[0])
     entry = w.fake.requests("reply")[-1]  # "Eva promised" (her name) was asked earlier too
     body = entry.body
-    # The system block is constant and shared by every chat: its mark lives 1 hour (bot/cache_policy.py).
+    # The system block is constant and shared by every chat: its mark lives 1 hour (bot/core/cache_policy.py).
     mark = {"type": "ephemeral", "ttl": "1h"}
     assert body["system"] == [{"type": "text", "text": system_prompt(w.services.settings), "cache_control": mark}]
     assert [b["type"] for b in body["messages"][0]["content"]] == ["text"] * len(body["messages"][0]["content"])

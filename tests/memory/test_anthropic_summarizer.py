@@ -19,11 +19,11 @@ from structlog.testing import capture_logs
 
 from memory.anthropic_summarizer import AnthropicSummarizer, max_tokens_for
 from memory.claude import failure_reason, make_client
+from memory.prompt_cache import ManualClock
 from memory.prompts import COMPACT_SYSTEM, context_block, task_block
 from memory.summarizer import CompactTask, SummarizerError
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ScriptedReply, text_block
-from tests.fakes.prompt_cache import ManualClock
 
 MODEL = "claude-haiku-4-5"
 SECRET = "zebrafinch"  # a word in every task; it must never reach a log line

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.tools import ToolResult
-from bot.turn import Trigger, TurnNote, run_turn
+from bot.core.tools import ToolResult
+from bot.core.turn import Trigger, TurnNote, run_turn
 from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import make_client
 from memory.clock import SimulatedClock

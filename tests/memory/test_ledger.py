@@ -18,10 +18,10 @@ from memory.claude import ClaudeError, create_message, make_client, usage_from_r
 from memory.ledger import cache_read_share, record_usage, usage_of_call, usage_summary
 from memory.models import Chat, UsageEntry
 from memory.pricing import PriceTable, Usage
+from memory.prompt_cache import ManualClock
 from memory.summarizer import CallUsage
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
-from tests.fakes.prompt_cache import ManualClock
 
 Sessions = async_sessionmaker[AsyncSession]
 GUILD_A, GUILD_B = 111, 222

@@ -41,10 +41,10 @@ LOOKBACK_BLOCKS = 20
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
 # Minimum cacheable prompt length in tokens, matched by model-name prefix, first match wins.
-# Published values (docs/design.md, provider facts): Sonnet 4.5/4.6 1,024; Haiku 4.5 4,096; Opus 4.5-4.7 4,096;
-# Opus 4.8 1,024. Haiku 5.5 and Sonnet 5.5 have no published value: we use their predecessors'
-# numbers (4,096 and 1,024), the conservative choice for Haiku (the fake never promises a
-# cache hit the real Haiku 4.5 would refuse).
+# Published values (docs/design.md, provider facts): Sonnet 4.5/4.6 1,024; Haiku 4.5 4,096;
+# Opus 4.5-4.7 4,096; Opus 4.8 1,024. Haiku 5.5 and Sonnet 5.5 have no published value: we use
+# their predecessors' numbers (4,096 and 1,024), the conservative choice for Haiku (the fake
+# never promises a cache hit the real Haiku 4.5 would refuse).
 MIN_CACHEABLE_TOKENS: tuple[tuple[str, int], ...] = (
     ("claude-haiku-5-5", 4096),
     ("claude-sonnet-5-5", 1024),

@@ -1,10 +1,11 @@
 """The reply model's tools: their schemas (constant) and their execution through the engine.
 
 One implementation with the slash commands: zoom and recall are ``MemoryEngine.zoom`` and
-``MemoryEngine.recall`` (the commands call the same methods), and forget-me erases through
-``bot.forget.forget_person`` after the same :class:`~bot.ui.ConfirmView` the /forget-me command
-uses. Every result is capped at TOOL_RESULT_BYTES with a note saying how to see the rest; bad
-arguments come back as the engine's one-sentence BadRequest, flagged ``is_error``.
+``MemoryEngine.recall`` (the commands call the same methods), and forget-me shows the asker the
+confirmation button through ``ToolContext.ask_forget`` (the Discord side, bot/forget_button.py,
+posts the same :class:`~bot.ui.ConfirmView` the /forget-me command uses). Every result is
+capped at TOOL_RESULT_BYTES with a note saying how to see the rest; bad arguments come back as
+the engine's one-sentence BadRequest, flagged ``is_error``.
 
 The schemas hold no dates or names: they are the very start of every cached prefix.
 """
@@ -15,11 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import discord
 import structlog
 
-from bot.services import Services
-from bot.ui import ConfirmView
 from memory.engine import MemoryEngine
 from memory.errors import BadRequest, UserFacingError
 from memory.reads import RECALL_MAX_LIMIT
@@ -109,7 +107,7 @@ class ToolContext:
     asker_id: int
     asker_name: str
     result_bytes: int
-    # Shows the asker the confirmation button (see :func:`post_forget_confirmation`).
+    # Shows the asker the confirmation button (bot/forget_button.py: post_forget_confirmation).
     ask_forget: Callable[[], Awaitable[None]]
     forget_asked: bool = False
 
@@ -194,44 +192,3 @@ async def run_tool(ctx: ToolContext, name: str, args: Any) -> ToolResult:
         log.error("tool.failed", chat_id=ctx.chat_id, tool=name, error=type(exc).__name__)
         return ToolResult(TOOL_UNAVAILABLE, is_error=True)
     return ToolResult(cap_result(text, ctx.result_bytes))
-
-
-# --- forget-me: the button ------------------------------------------------------------------
-
-
-def forget_prompt(asker_id: int, in_dm: bool) -> str:
-    where = "in our DMs" if in_dm else "in this server"
-    return f"<@{asker_id}> press Confirm to erase everything you wrote {where}. Only you can press it."
-
-
-async def forget_after_confirmation(services: Services, guild_id: int | None, user_id: int) -> str:
-    """The erasure itself, run only from the owner's press (one implementation: bot/forget.py)."""
-    from bot.forget import forget_person  # COMMANDS' module; imported late to keep cogs apart
-
-    return await forget_person(services, guild_id, user_id, opt_out=False)
-
-
-async def post_forget_confirmation(
-    services: Services,
-    channel: discord.abc.Messageable,
-    *,
-    guild_id: int | None,
-    asker_id: int,
-    expires_after: float = 120,
-) -> ConfirmView:
-    """Post the asker's confirmation button in the channel (a tool call is no interaction, so
-    the message cannot be ephemeral: the button itself refuses everyone but the asker)."""
-
-    async def confirmed(_: discord.Interaction) -> str:
-        log.info("forget_me.confirmed", guild_id=guild_id, user_id=asker_id)
-        return await forget_after_confirmation(services, guild_id, asker_id)
-
-    view = ConfirmView(asker_id, confirm_label="Confirm", on_confirm=confirmed, timeout=expires_after)
-    view.message = await channel.send(
-        forget_prompt(asker_id, in_dm=guild_id is None),
-        view=view,
-        allowed_mentions=discord.AllowedMentions(
-            everyone=False, roles=False, users=[discord.Object(asker_id)], replied_user=False
-        ),
-    )
-    return view

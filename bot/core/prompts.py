@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bot.settings import Settings
 
-DEFAULT_PERSONA_FILE = Path(__file__).with_name("persona.md")
+DEFAULT_PERSONA_FILE = Path(__file__).parent.parent / "persona.md"  # bot/persona.md, shipped as package data
 NAME_PLACEHOLDER = "{bot_name}"
 
 MEMORY_INSTRUCTIONS = """\

@@ -38,11 +38,11 @@ import structlog
 from anthropic import AsyncAnthropic
 from anthropic.types import Message
 
-from bot.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes
+from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes
+from bot.core.sentences import end_at_sentence
+from bot.core.streaming import stream_message
+from bot.core.tools import ToolResult
 from bot.limits import STEP_LIMIT_NOTE
-from bot.sentences import end_at_sentence
-from bot.streaming import stream_message
-from bot.tools import ToolResult
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
 from memory.names import speaker
 from memory.pricing import Usage
@@ -195,7 +195,7 @@ def build_request(
     """The Messages API body for one step of a turn (pure). ``steps`` are the tool loop's
     messages so far (assistant, user, assistant, user...), without marks; ``files`` are this
     turn's file blocks, placed after the note. ``lifetimes``: each mark's ttl
-    (bot/cache_policy.py)."""
+    (bot/core/cache_policy.py)."""
     content, marks = first_user_content(view)
     content = [_marked(block, lifetimes.body) if i in marks else block for i, block in enumerate(content)]
     content.append(_text(note_text(note)))
