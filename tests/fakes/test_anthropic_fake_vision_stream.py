@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -18,7 +17,6 @@ import pytest
 
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
-from tests.fakes.prompt_cache import ManualClock
 
 MODEL = "claude-sonnet-5-5"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
@@ -28,19 +26,6 @@ TOOL: Any = {
     "description": "Search.",
     "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}},
 }
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic(clock=ManualClock()) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(api_key="test", base_url=fake.base_url, max_retries=0, timeout=5)
-    yield sdk
-    await sdk.close()
 
 
 def image(data: bytes, media_type: str = "image/png", encoded: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,26 @@
+"""Fixtures for the memory tests that call the Anthropic fake: the fake on a manual clock and
+the client as production makes it (`memory.claude.make_client`, two SDK retries)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anthropic
+import pytest
+
+from memory.claude import make_client
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.prompt_cache import ManualClock
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeAnthropic]:
+    async with FakeAnthropic(clock=ManualClock()) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
+    sdk = make_client("test", fake.base_url, timeout=5.0, max_retries=2)
+    yield sdk
+    await sdk.close()
