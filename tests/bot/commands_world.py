@@ -3,7 +3,8 @@ channels (two with memory, one the bot cannot read, one never logged) on real Po
 
 The bot is CORE's `EvaBot` from tests/bot/conftest.py (real services, Claude pointed at the
 fake Anthropic) with ingest and the two command extensions; a test module picks them with
-the ``eva_extensions`` and ``bot_settings`` fixtures below. Messages before the test are
+the ``eva_extensions``, ``bot_settings`` and ``world`` fixtures below (imported and named in
+its ``__all__``: pytest finds fixtures in the module's namespace). Messages before the test are
 seeded through the engine (dated, so answers are predictable); live ones go through ingest.
 """
 
@@ -14,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import discord
+import pytest
 import simcord
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -131,6 +133,21 @@ async def build_world(env: simcord.Env) -> World:
     world.synced = await bot.tree.sync()
     await seed(world)
     return world
+
+
+@pytest.fixture
+def eva_extensions() -> tuple[str, ...]:
+    return EXTENSIONS
+
+
+@pytest.fixture
+def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
+    return small_memory_settings(fake_anthropic)
+
+
+@pytest.fixture
+async def world(simcord_env: simcord.Env) -> World:
+    return await build_world(simcord_env)
 
 
 async def counts(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Any]:

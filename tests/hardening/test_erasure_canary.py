@@ -25,26 +25,15 @@ import pytest
 import simcord
 from sqlalchemy import text
 
-from bot.settings import Settings
 from memory.log import ChatKey, NewMessage
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.hardening.support import CapturedLogs, assert_row_consistent, leaked, row_state, table_dump, until
-from tests.hardening.world import EXTENSIONS, World, build_world, catch_up, tiny_settings
+from tests.hardening.world import World, build_world, catch_up
 
 CANARY = "zebracanary"
 WHERE = ("general", "thread", "other", "far", "dm")
 Carrier = Callable[[str, str, int], bool]  # (where, author, k) -> the message holds the canary
-
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
 
 
 def keeper(where: str) -> str:

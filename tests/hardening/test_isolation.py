@@ -12,7 +12,6 @@ import io
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 import simcord
 from simcord.builders import ChannelHandle
 
@@ -20,21 +19,11 @@ from bot.cli_memory import cmd_recall, cmd_view, cmd_zoom
 from bot.settings import Settings
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import ScriptedReply, tool_use_block
-from tests.hardening.world import EXTENSIONS, World, build_world, tiny_settings
+from tests.hardening.world import World, build_world
 
 WORD = {"general": "aardvarkword", "other": "bisonword", "thread": "camelword", "dm": "dingoword", "far": "emuword"}
 GUILD_CHATS = ("general", "other", "thread", "far")
 Output = Callable[[World, str, Settings], Awaitable[str]]
-
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
 
 
 def channel(w: World, where: str) -> ChannelHandle:

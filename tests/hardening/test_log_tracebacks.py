@@ -17,10 +17,9 @@ import simcord
 
 from bot.log_setup import configure_logging
 from bot.log_tracebacks import exception_chain
-from bot.settings import Settings
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.hardening.support import CapturedLogs, leaked, production_logs
-from tests.hardening.world import EXTENSIONS, build_world, tiny_settings
+from tests.hardening.world import build_world
 
 
 def canary() -> str:
@@ -114,16 +113,6 @@ async def test_asyncio_never_retrieved_keeps_only_its_first_line() -> None:
 
 
 # --- a failed reply turn ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
 
 
 async def test_a_failed_reply_turn_logs_its_traceback_without_the_message(

@@ -11,17 +11,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
 import simcord
 from sqlalchemy import func, select
 
 from bot.prompts import system_prompt
-from bot.settings import Settings
 from memory.log import storable
 from memory.models import Message
 from memory.prompts import COMPACT_SYSTEM, MANY_HEAD, neutralize_frames
 from tests.fakes.anthropic_api import FakeAnthropic, LogEntry
-from tests.hardening.world import EXTENSIONS, World, build_world, tiny_settings
+from tests.hardening.world import World, build_world
 
 PAD = " (and some more words so that this line needs the model)"
 MARKED = [  # (a word only this message has, the message)
@@ -50,16 +48,6 @@ def as_read(text: str) -> str:
 def tags(text: str, name: str) -> tuple[int, int]:
     read = as_read(text)
     return read.count(f"<{name}"), read.count(f"</{name}")
-
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
 
 
 def texts(entry: LogEntry) -> list[str]:
