@@ -13,12 +13,10 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.discord_gateway import CLOSE_RESUMABLE, FakeGateway
-from tests.fakes.discord_interactions import InteractionDesk
-from tests.fakes.discord_messages import MessageDesk
+from tests.fakes.discord_gateway import CLOSE_RESUMABLE
 from tests.fakes.discord_model import Json
-from tests.fakes.discord_rest import Handler, json_reply, no_content
-from tests.fakes.discord_world import DiscordError, FakeWorld, UploadedFile
+from tests.fakes.discord_rest import FakeParts, Handler, json_reply, no_content
+from tests.fakes.discord_world import DiscordError, UploadedFile
 
 CONTROL_PREFIX = "/_fake"
 
@@ -49,15 +47,7 @@ def _uploads(items: list[Json]) -> list[UploadedFile]:
     return files
 
 
-class ControlApi:
-    def __init__(
-        self, world: FakeWorld, chat: MessageDesk, interactions: InteractionDesk, gateway: FakeGateway
-    ) -> None:
-        self.world = world
-        self.chat = chat
-        self.interactions = interactions
-        self.gateway = gateway
-
+class ControlApi(FakeParts):
     def routes(self) -> list[web.RouteDef]:
         c = CONTROL_PREFIX
         return [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import BodyPartReader, web
@@ -105,15 +106,17 @@ def make_api_middleware(world: FakeWorld, token: str | None) -> Any:
     return api_middleware
 
 
-class RestApi:
-    def __init__(
-        self, world: FakeWorld, chat: MessageDesk, interactions: InteractionDesk, gateway: FakeGateway
-    ) -> None:
-        self.world = world
-        self.chat = chat
-        self.interactions = interactions
-        self.gateway = gateway
+@dataclass
+class FakeParts:
+    """What the REST routes and the control routes (discord_control.py) both act on."""
 
+    world: FakeWorld
+    chat: MessageDesk
+    interactions: InteractionDesk
+    gateway: FakeGateway
+
+
+class RestApi(FakeParts):
     def routes(self) -> list[web.RouteDef]:
         p = API_PREFIX
         return [
