@@ -19,7 +19,7 @@ from bot.ingest import Ingest
 from bot.reconcile import Reconciler
 from bot.services import Services
 from memory.models import Chat, Message
-from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
+from tests.fakes.discord_api import FakeDiscord, discord_on_fake
 
 T = TypeVar("T")
 WITHIN = 15.0
@@ -36,12 +36,8 @@ async def eventually(check: Callable[[], Awaitable[T | None]], within: float = W
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as d:
-        previous = point_discord_at(d.api_base, d.gateway_url)
-        try:
-            yield d
-        finally:
-            restore_discord_endpoints(previous)
+    async with discord_on_fake() as d:
+        yield d
 
 
 @dataclass

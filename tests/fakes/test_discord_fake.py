@@ -22,7 +22,7 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
+from tests.fakes.discord_api import FakeDiscord, discord_on_fake, point_discord_at, restore_discord_endpoints
 from tests.fakes.discord_model import MANAGE_MESSAGES
 from tests.fakes.discord_world import DiscordError, UploadedFile
 
@@ -34,12 +34,8 @@ AnyBot = commands.Bot | commands.AutoShardedBot
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
     original = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
-    async with FakeDiscord() as d:
-        previous = point_discord_at(d.api_base, d.gateway_url)
-        try:
-            yield d
-        finally:
-            restore_discord_endpoints(previous)
+    async with discord_on_fake() as d:
+        yield d
     assert original == (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
 
 
