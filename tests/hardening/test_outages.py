@@ -35,11 +35,11 @@ from memory.log import ChatKey, NewMessage
 from memory.models import Message, TreeNode
 from tests.bot.conftest import declared_retry_wait, ingest_of
 from tests.bot.test_backfill import restartable_database  # noqa: F401  (fixture)
-from tests.bot.test_whole_process import eventually, postmaster_pid, workdir  # noqa: F401
+from tests.eva_process import eventually, postmaster_pid, start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.fakes.discord_api import FakeDiscord
-from tests.hardening.support import CapturedLogs, assert_row_consistent, start_eva, until, work_left
+from tests.hardening.support import CapturedLogs, assert_row_consistent, until, work_left
 from tests.hardening.world import catch_up, tiny_settings
 
 Sessions = async_sessionmaker[AsyncSession]
@@ -168,7 +168,7 @@ def task_inputs(fake: FakeAnthropic, entries: Any = None) -> set[str]:
 
 
 async def test_a_worker_killed_mid_compaction_resumes_after_restart(
-    fake: FakeAnthropic, database_url: str, sessions: Sessions, workdir: Path  # noqa: F811
+    fake: FakeAnthropic, database_url: str, sessions: Sessions, workdir: Path
 ) -> None:
     engine = MemoryEngine(sessions, MemoryConfig())
     chat = await engine.ensure_chat(ChatKey("text", "general", discord_id=42, guild_id=7))
@@ -214,7 +214,7 @@ async def test_a_worker_killed_mid_compaction_resumes_after_restart(
 
 
 async def test_a_killed_postmaster_leaves_eva_answering_and_the_next_run_loses_nothing(
-    fake: FakeAnthropic, workdir: Path  # noqa: F811
+    fake: FakeAnthropic, workdir: Path
 ) -> None:
     async with FakeDiscord() as discord_fake:
         ids = discord_fake.ids
