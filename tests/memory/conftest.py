@@ -10,17 +10,11 @@ import pytest
 
 from memory.claude import make_client
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.prompt_cache import ManualClock
+from tests.fakes.conftest import fake  # noqa: F401  (the fixture: the fake on a manual clock)
 
 
 @pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic(clock=ManualClock()) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
+async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:  # noqa: F811
     sdk = make_client("test", fake.base_url, timeout=5.0, max_retries=2)
     yield sdk
     await sdk.close()
