@@ -9,7 +9,6 @@ from typing import Any
 
 import discord
 import pytest
-import simcord
 from simcord.builders import ChannelHandle
 from simcord.enums import MessageType as SimMessageType
 from sqlalchemy import func, select
@@ -21,7 +20,7 @@ from bot.settings import Settings
 from memory.engine import MemoryEngine
 from memory.models import Chat, Message, TreeNode
 from memory.tree import covering
-from tests.bot.conftest import ingest_of, make_bot_settings
+from tests.bot.conftest import Room, ingest_of, make_bot_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 
 
@@ -38,14 +37,13 @@ async def chat_of(engine: MemoryEngine, channel: ChannelHandle) -> int:
 
 
 async def test_three_people_two_channels_are_logged_in_order_once_per_channel(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general, random = guild.create_text_channel("general"), guild.create_text_channel("random")
+    env, guild, general = room
+    random = guild.create_text_channel("random")
     alice = guild.add_member(env.create_user("alice", global_name="Alice A."), nick="ali")
-    bob = guild.add_member(env.create_user("bob", global_name="Bobby"))
-    cara = guild.add_member(env.create_user("cara"))
+    bob = room.member("bob", global_name="Bobby")
+    cara = room.member("cara")
     script = [
         (alice, general, "morning all"),
         (bob, random, "anyone seen my keys"),
@@ -82,13 +80,11 @@ async def test_three_people_two_channels_are_logged_in_order_once_per_channel(
 
 
 async def test_what_the_memory_sees_of_a_message(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
-    other_bot = guild.add_member(env.create_user("otherbot", bot=True))
+    env, guild, general = room
+    alice = room.member("alice")
+    other_bot = room.member("otherbot", bot=True)
     first = await alice.send(general, "look at this", attachments=[("map.png", b"\x89PNG")])
     await alice.send(general, "and this", reply_to=first)
     await other_bot.send(general, "beep, I am another bot")  # IGNORE_BOTS: not logged
@@ -111,11 +107,9 @@ async def test_what_the_memory_sees_of_a_message(
 
 
 async def test_direct_messages_are_their_own_memory(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
+    env, guild, general = room
     dan = env.create_user("dan")
     guild.add_member(dan)
     await dan.send_dm("just between us")
@@ -127,13 +121,11 @@ async def test_direct_messages_are_their_own_memory(
 
 
 async def test_opted_out_people_and_paused_channels_are_not_logged(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
+    env, guild, general = room
+    alice = room.member("alice")
+    bob = room.member("bob")
     engine, ingest = services.engine, ingest_of(env.bot)  # type: ignore[arg-type]
     await alice.send(general, "one")
     await engine.opt_out(guild.id, bob.id)
@@ -174,13 +166,11 @@ async def covering_nodes(sessions: async_sessionmaker[AsyncSession], chat_id: in
 
 
 async def test_edit_delete_and_bulk_delete_reach_the_memory(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
+    env, _, general = room
+    alice = room.member("alice")
+    bob = room.member("bob")
     sent = []
     for k in range(24):
         actor = alice if k % 2 == 0 else bob
@@ -207,12 +197,11 @@ async def test_edit_delete_and_bulk_delete_reach_the_memory(
 
 
 async def test_gone_channels_threads_and_guilds_take_their_memory(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general, random = guild.create_text_channel("general"), guild.create_text_channel("random")
-    alice = guild.add_member(env.create_user("alice"))
+    env, guild, general = room
+    random = guild.create_text_channel("random")
+    alice = room.member("alice")
     thread = ChannelHandle(env, guild, env.backend.create_thread(general.id, "plans", alice.id))
     for channel in (general, random, thread):
         await alice.send(channel, f"hello {channel.name}")
@@ -239,12 +228,10 @@ async def test_gone_channels_threads_and_guilds_take_their_memory(
 
 
 async def test_one_scheduler_step_compacts_what_ingest_logged(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
+    general = room.general
+    alice = room.member("alice")
     for k in range(24):
         await alice.send(general, f"message number {k} about the boat trip and the snacks")
     scheduler = services.scheduler
