@@ -29,6 +29,7 @@ from memory.claude import make_client
 from memory.clock import Clock, WallClock
 from memory.compactor import Compactor
 from memory.engine import MemoryEngine
+from memory.summarizer import Summarizer
 
 log = structlog.get_logger(__name__)
 
@@ -52,8 +53,11 @@ def point_discord(settings: Settings) -> bool:
     return repointed
 
 
-def build_services(settings: Settings, db: Database, *, clock: Clock | None = None) -> Services:
-    """Claude client, compactor, engine and scheduler on an open database (bot, worker, tests)."""
+def build_services(
+    settings: Settings, db: Database, *, clock: Clock | None = None, summarizer: Summarizer | None = None
+) -> Services:
+    """Claude client, compactor, engine and scheduler on an open database (bot, worker, tests).
+    Tests pass their own ``clock`` and ``summarizer`` (the deterministic FakeSummarizer)."""
     api_key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else ""
     # Replies use the SDK's own retries; the summarizer derives a copy without them.
     claude = make_client(
@@ -61,7 +65,7 @@ def build_services(settings: Settings, db: Database, *, clock: Clock | None = No
     )
     clock = clock or WallClock()
     config, prices = settings.memory_config(), settings.price_table()
-    summarizer = AnthropicSummarizer(
+    summarizer = summarizer or AnthropicSummarizer(
         claude, model=settings.compact_model, node_bytes=settings.node_bytes, tries=settings.tries
     )
     compactor = Compactor(db.sessions, config, summarizer, clock, prices=prices)

@@ -11,7 +11,7 @@ seeded through the engine (dated, so answers are predictable); live ones go thro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import discord
@@ -22,13 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.cli_discord import COMMAND_EXTENSIONS
 from bot.client import EvaBot
-from bot.ingest import Ingest
-from bot.services import Services
 from bot.settings import Settings
-from memory.engine import MemoryEngine
-from memory.log import ChatKey, NewMessage
+from memory.log import NewMessage
 from memory.models import Chat, Message, OptOut, TreeNode
 from tests.bot.conftest import make_bot_settings
+from tests.bot.world import Friends, dated, friends, seed_channel
 from tests.fakes.anthropic_api import FakeAnthropic
 
 EXTENSIONS = ("bot.cogs.ingest", *COMMAND_EXTENSIONS)
@@ -50,78 +48,39 @@ def small_memory_settings(fake_anthropic: FakeAnthropic) -> Settings:
 
 
 @dataclass
-class World:
-    env: simcord.Env
-    services: Services
-    guild: simcord.GuildHandle
-    admin: simcord.MemberActor
-    alice: simcord.MemberActor
-    bob: simcord.MemberActor
-    general: simcord.ChannelHandle  # memory: alice and bob, a compacted row
-    other: simcord.ChannelHandle  # memory: the word "zebra", which general never contains
-    hidden: simcord.ChannelHandle  # the bot cannot read its history
-    empty: simcord.ChannelHandle  # never logged
+class World(Friends):
+    admin: simcord.MemberActor  # ada, with Manage Server
+    # general: memory, alice and bob, a compacted row
+    other: simcord.ChannelHandle = field(kw_only=True)  # memory: "zebra", which general never contains
+    hidden: simcord.ChannelHandle = field(kw_only=True)  # the bot cannot read its history
+    empty: simcord.ChannelHandle = field(kw_only=True)  # never logged
     general_chat: int = 0
     other_chat: int = 0
     synced: list[discord.app_commands.AppCommand] = field(default_factory=list)
-
-    @property
-    def engine(self) -> MemoryEngine:
-        return self.services.engine
-
-    @property
-    def ingest(self) -> Ingest:
-        ingest = self.services.extras["ingest"]
-        assert isinstance(ingest, Ingest)
-        return ingest
 
     def command(self, name: str) -> discord.app_commands.AppCommand:
         return next(c for c in self.synced if c.name == name)
 
 
 def message(author: Any, k: int, text: str) -> NewMessage:
-    return NewMessage(
-        author_name=author.name,
-        author_id=author.id,
-        created_at=START + timedelta(minutes=k),
-        content=text,
-        snowflake=10_000 + k,
-    )
+    (one,) = dated([author], START, [text], first=k)
+    return one
 
 
 async def seed(world: World) -> None:
-    engine = world.engine
-    guild_id = world.guild.id
-    world.general_chat = await engine.ensure_chat(
-        ChatKey("text", "general", discord_id=world.general.id, guild_id=guild_id)
-    )
-    world.other_chat = await engine.ensure_chat(
-        ChatKey("text", "other", discord_id=world.other.id, guild_id=guild_id)
-    )
-    people = [world.alice, world.bob]
-    general = []
-    for k in range(64):
-        text = f"message {k} about the canoe trip and paddles, number {k}"
-        if k == LONG_MESSAGE_INDEX:
-            text = " ".join(f"word{n}" for n in range(300))  # ~2,100 characters
-        general.append(message(people[k % 2], k, text))
-    await engine.append_many(world.general_chat, general)
-    await engine.compact(world.general_chat, until_idle=True, force_swap=True)
-    other = [message(world.bob, 100 + k, f"the zebra {k} is only in the other channel") for k in range(6)]
-    other.append(message(world.alice, 120, "alice says hello in other"))
-    await engine.append_many(world.other_chat, other)
+    texts = [f"message {k} about the canoe trip and paddles, number {k}" for k in range(64)]
+    texts[LONG_MESSAGE_INDEX] = " ".join(f"word{n}" for n in range(300))  # ~2,100 characters
+    world.general_chat = await seed_channel(world, world.general, dated([world.alice, world.bob], START, texts))
+    await world.engine.compact(world.general_chat, until_idle=True, force_swap=True)
+    zebras = [f"the zebra {k} is only in the other channel" for k in range(6)]
+    other = [*dated([world.bob], START, zebras, first=100), message(world.alice, 120, "alice says hello in other")]
+    world.other_chat = await seed_channel(world, world.other, other)
 
 
 async def build_world(env: simcord.Env) -> World:
     """The world inside SimCord's running ``env`` (the conftest's ``simcord_env``)."""
-    bot = env.bot
-    assert isinstance(bot, EvaBot)
-    guild = env.create_guild("friends")
-    admins = guild.create_role("admins", permissions=discord.Permissions(manage_guild=True))
-    admin = guild.add_member(env.create_user("ada"), roles=[admins])
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
-    general = guild.create_text_channel("general")
+    base = friends(env, with_admin=True)
+    guild = base.guild
     other = guild.create_text_channel("other")
     me = guild.me
     assert me is not None
@@ -129,7 +88,9 @@ async def build_world(env: simcord.Env) -> World:
         "hidden", overwrites={me: discord.PermissionOverwrite(read_message_history=False)}
     )
     empty = guild.create_text_channel("empty")
-    world = World(env, bot.services, guild, admin, alice, bob, general, other, hidden, empty)
+    world = World(**vars(base), other=other, hidden=hidden, empty=empty)
+    bot = env.bot
+    assert isinstance(bot, EvaBot)
     world.synced = await bot.tree.sync()
     await seed(world)
     return world

@@ -23,6 +23,7 @@ from bot.database_runtime import Database
 from bot.ingest import Ingest
 from bot.services import Services
 from bot.settings import Settings
+from tests.bot.reply_world import EXTENSIONS as REPLY_EXTENSIONS
 from tests.fakes.anthropic_api import FakeAnthropic
 
 
@@ -65,6 +66,12 @@ async def services(
 @pytest.fixture
 def eva_extensions() -> tuple[str, ...]:
     return ("bot.cogs.ingest",)
+
+
+@pytest.fixture
+def world_extensions() -> tuple[str, ...]:
+    """The extensions of the reply world's bot (tests/bot/reply_fixtures.py); a module may override it."""
+    return REPLY_EXTENSIONS
 
 
 @pytest.fixture

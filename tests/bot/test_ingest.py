@@ -21,6 +21,7 @@ from memory.engine import MemoryEngine
 from memory.models import Chat, Message, TreeNode
 from memory.tree import covering
 from tests.bot.conftest import Room, ingest_of, make_bot_settings
+from tests.bot.world import TINY_MEMORY
 from tests.fakes.anthropic_api import FakeAnthropic
 
 
@@ -146,16 +147,7 @@ async def test_opted_out_people_and_paused_channels_are_not_logged(
 @pytest.fixture
 def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
     # Small sizes, so that a few messages build summary lines (docs/design.md section 7).
-    return make_bot_settings(
-        fake_anthropic,
-        node_bytes=64,
-        tail_start=300,
-        tail_keep=60,
-        tail_force=600,
-        view_high=500,
-        view_low=250,
-        quiet=0.0,
-    )
+    return make_bot_settings(fake_anthropic, **TINY_MEMORY)
 
 
 async def covering_nodes(sessions: async_sessionmaker[AsyncSession], chat_id: int, idx: int) -> int:

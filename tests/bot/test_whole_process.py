@@ -23,6 +23,7 @@ from memory.embedded import asyncpg_url
 from memory.engine import MemoryEngine
 from memory.log import ChatKey, NewMessage
 from memory.models import Message
+from tests.bot.world import TINY_MEMORY
 from tests.eva_process import (
     REPO,
     EvaProcess,
@@ -135,10 +136,7 @@ async def test_eva_worker_compacts_what_another_process_logged(
     workdir: Path,
 ) -> None:
     _, anthropic_fake = fakes
-    small = {  # sizes at which 30 short messages make a batch of summary lines
-        "NODE_BYTES": "64", "TAIL_START": "300", "TAIL_KEEP": "60", "TAIL_FORCE": "600",
-        "VIEW_HIGH": "500", "VIEW_LOW": "250", "QUIET": "0",
-    }  # fmt: skip
+    small = {name.upper(): str(value) for name, value in TINY_MEMORY.items()}  # 30 messages: summary lines
     engine = MemoryEngine(sessions, MemoryConfig())
     chat_id = await engine.ensure_chat(ChatKey("text", "general", discord_id=42, guild_id=7))
     start = datetime(2026, 5, 1, tzinfo=UTC)
