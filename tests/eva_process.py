@@ -78,13 +78,14 @@ async def start_eva(cwd: Path, environment: dict[str, str], command: str = "run"
     return EvaProcess(proc)
 
 
-async def eventually(check: Callable[[], Awaitable[T | None]], within: float = 10.0) -> T:
+async def eventually(check: Callable[[], Awaitable[T | None]], within: float = 10.0, every: float = 0.05) -> T:
+    """The first truthy result of ``check``, polled every ``every`` seconds for ``within`` seconds."""
     async with asyncio.timeout(within):
         while True:
             result = await check()
             if result:
                 return result
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(every)
 
 
 async def logged_message(sessions: async_sessionmaker[AsyncSession], snowflake: int) -> Message | None:

@@ -19,6 +19,7 @@ from bot.ingest import Ingest
 from bot.reconcile import Reconciler
 from bot.services import Services
 from memory.models import Chat, Message
+from tests.eva_process import eventually as poll
 from tests.fakes.discord_api import FakeDiscord, discord_on_fake
 
 T = TypeVar("T")
@@ -26,12 +27,8 @@ WITHIN = 15.0
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], within: float = WITHIN) -> T:
-    async with asyncio.timeout(within):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.02)
+    """tests/eva_process.py's, with this world's longer wait and a 20 ms poll."""
+    return await poll(check, within, every=0.02)
 
 
 @pytest.fixture
