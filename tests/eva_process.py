@@ -131,3 +131,9 @@ class ProcessWorld:
         process = await start_eva(self.workdir, {**self.environment, **settings}, command)
         self.started.append(process)
         return process
+
+    async def run(self, **settings: str) -> EvaProcess:
+        """`eva run`, once it has logged bot.ready (connected, guilds received)."""
+        process = await self.start("run", **settings)
+        await process.wait_for("bot.ready")
+        return process

@@ -34,17 +34,19 @@ START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 LONG_MESSAGE_INDEX = 5  # general's message #5 is ~2,100 characters (two pages)
 
 
+# Small sizes, so 64 short messages make a memory row (the defaults need ~50 KB of chat).
+SMALL_MEMORY: dict[str, Any] = {
+    "view_high": 2_500,
+    "view_low": 1_200,
+    "tail_start": 2_000,
+    "tail_keep": 500,
+    "tail_force": 4_000,
+    "tail_cap": 50_000,
+}
+
+
 def small_memory_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    """Small sizes, so 64 short messages make a memory row (the defaults need ~50 KB of chat)."""
-    return make_bot_settings(
-        fake_anthropic,
-        view_high=2_500,
-        view_low=1_200,
-        tail_start=2_000,
-        tail_keep=500,
-        tail_force=4_000,
-        tail_cap=50_000,
-    )
+    return make_bot_settings(fake_anthropic, **SMALL_MEMORY)
 
 
 @dataclass
@@ -127,6 +129,13 @@ async def counts(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Any]:
 async def authored(sessions: async_sessionmaker[AsyncSession], user_id: int) -> int:
     async with sessions() as s:
         return int(await s.scalar(select(func.count()).where(Message.author_id == user_id)) or 0)
+
+
+def reply_text(result: simcord.InteractionResult) -> str:
+    """A command's answer, which only the asker sees."""
+    assert result.response is not None, "the command did not answer"
+    assert result.response.ephemeral, "answers are private to the asker"
+    return result.response.content
 
 
 def causes(errors: list[BaseException]) -> list[BaseException]:

@@ -19,16 +19,11 @@ from tests.bot.commands_world import (
     causes,
     counts,
     eva_extensions,
+    reply_text,
     world,
 )
 
 __all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
-
-
-def reply_text(result: simcord.InteractionResult) -> str:
-    assert result.response is not None, "the command did not answer"
-    assert result.response.ephemeral, "answers are private to the asker"
-    return result.response.content
 
 
 async def test_zoom_answers_from_the_channel_it_is_used_in(world: World) -> None:

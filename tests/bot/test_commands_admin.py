@@ -19,6 +19,7 @@ from tests.bot.commands_world import (
     causes,
     counts,
     eva_extensions,
+    reply_text,
     world,
 )
 
@@ -26,12 +27,6 @@ SUBCOMMANDS = {f"memory {name}" for name in ("status", "view", "node", "compact"
 
 
 __all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
-
-
-def reply_text(result: simcord.InteractionResult) -> str:
-    assert result.response is not None, "the command did not answer"
-    assert result.response.ephemeral
-    return result.response.content
 
 
 async def test_memory_is_hidden_from_members_and_refused_even_when_an_admin_allows_them(

@@ -4,26 +4,13 @@
 from __future__ import annotations
 
 import discord
-import simcord
 
 from bot.cogs.people import NO_HISTORY_HERE
 from memory.errors import UserFacingError
 from memory.log import ChatKey
-from tests.bot.commands_world import (
-    World,
-    bot_settings,
-    causes,
-    eva_extensions,
-    message,
-    world,
-)
+from tests.bot.commands_world import World, bot_settings, causes, eva_extensions, message, reply_text, world
 
 __all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
-
-
-def reply_text(result: simcord.InteractionResult) -> str:
-    assert result.response is not None and result.response.ephemeral
-    return result.response.content
 
 
 async def test_zoom_and_recall_need_read_message_history_there(world: World) -> None:

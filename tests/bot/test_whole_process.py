@@ -42,9 +42,9 @@ async def test_eva_run_logs_answers_and_erases(
     processes: ProcessWorld, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
-    eva = await processes.start()
+    eva = await processes.run()
     try:
-        ready = await eva.wait_for("bot.ready")
+        ready = await eva.wait_for("bot.ready")  # the event run() waited for
         assert ready["user_id"] == ids.bot and ready["guilds"] == 1
 
         hello = discord_fake.chat.post_user_message(ids.general, ids.alice, "hello from alice")
@@ -172,9 +172,8 @@ async def test_eva_run_reconciles_a_delete_and_an_edit_made_while_the_gateway_wa
     """Issue acceptance: a message deleted and one edited while the bot is offline (their
     events lost) are erased / updated within a minute of the bot reconnecting."""
     discord_fake, ids = processes.discord, processes.discord.ids
-    eva = await processes.start()
+    eva = await processes.run()
     try:
-        await eva.wait_for("bot.ready")
         doomed = discord_fake.chat.post_user_message(ids.general, ids.bob, "bob takes this back later")
         fixed = discord_fake.chat.post_user_message(ids.general, ids.alice, "alice made a typo hree")
         await eventually(lambda: logged_message(sessions, int(fixed["id"])))

@@ -19,9 +19,8 @@ async def test_eva_run_sends_an_attached_image_as_one_image_block(
     processes: ProcessWorld, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
-    eva = await processes.start()
+    eva = await processes.run()
     try:
-        await eva.wait_for("bot.ready")
         asked = discord_fake.chat.post_user_message(
             ids.general,
             ids.alice,

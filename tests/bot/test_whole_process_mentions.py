@@ -21,9 +21,8 @@ async def test_a_question_with_mentions_reaches_the_model_and_the_log_as_names(
     discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
     guild = discord_fake.world.guilds[ids.guild]
     guild.members[ids.bob].nick = "Bobby"  # a nickname: what the guild shows for bob
-    eva = await processes.start()
+    eva = await processes.run()
     try:
-        await eva.wait_for("bot.ready")
         question = f"<@{ids.bot}> what did <@{ids.alice}> say in <#{ids.general}>?"
         asked = discord_fake.chat.post_user_message(ids.general, ids.bob, question)
         edited_by_hand = discord_fake.chat.post_user_message(

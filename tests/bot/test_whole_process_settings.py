@@ -40,9 +40,8 @@ async def test_settings_limit_replies_in_the_real_process(
     discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
     sync = await processes.start("sync-commands", USER_COOLDOWN_SECONDS="0")
     assert await asyncio.wait_for(sync.proc.wait(), 60) == 0
-    eva: EvaProcess = await processes.start(USER_COOLDOWN_SECONDS="0")
+    eva: EvaProcess = await processes.run(USER_COOLDOWN_SECONDS="0")
     try:
-        await eva.wait_for("bot.ready")
         shown = await slash(discord_fake, ids.admin, ids.general, "settings show")
         assert "Replies: everywhere I can read." in shown and "Who may talk to me: everyone." in shown
 

@@ -32,7 +32,7 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
 
 import yarl
@@ -47,7 +47,7 @@ from tests.fakes.discord_model import Json
 from tests.fakes.discord_rest import API_PREFIX, RestApi, make_api_middleware
 from tests.fakes.discord_world import DefaultIds, FakeWorld
 
-__all__ = ["FakeDiscord", "discord_on_fake", "point_discord_at", "restore_discord_endpoints"]
+__all__ = ["FakeDiscord", "discord_endpoints_kept", "discord_on_fake", "point_discord_at", "restore_discord_endpoints"]
 
 
 def point_discord_at(api_base: str, gateway_url: str) -> tuple[str, yarl.URL]:
@@ -66,6 +66,20 @@ def restore_discord_endpoints(previous: tuple[str, yarl.URL]) -> None:
     import discord.http
 
     discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = previous
+
+
+@contextlib.contextmanager
+def discord_endpoints_kept() -> Iterator[None]:
+    """Asserts on the way out that discord.py's REST base and gateway are what they were."""
+    import discord.gateway
+    import discord.http
+
+    def endpoints() -> tuple[str, yarl.URL]:
+        return discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+
+    before = endpoints()
+    yield
+    assert endpoints() == before, "discord.py is still pointed elsewhere"
 
 
 @contextlib.asynccontextmanager

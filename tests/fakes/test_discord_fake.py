@@ -22,7 +22,13 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from tests.fakes.discord_api import FakeDiscord, discord_on_fake, point_discord_at, restore_discord_endpoints
+from tests.fakes.discord_api import (
+    FakeDiscord,
+    discord_endpoints_kept,
+    discord_on_fake,
+    point_discord_at,
+    restore_discord_endpoints,
+)
 from tests.fakes.discord_model import MANAGE_MESSAGES
 from tests.fakes.discord_world import DiscordError, UploadedFile
 
@@ -33,10 +39,9 @@ AnyBot = commands.Bot | commands.AutoShardedBot
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
-    original = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
-    async with discord_on_fake() as d:
-        yield d
-    assert original == (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+    with discord_endpoints_kept():
+        async with discord_on_fake() as d:
+            yield d
 
 
 def make_bot(*, message_content: bool = True, sharded: bool = False) -> AnyBot:
