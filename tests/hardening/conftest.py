@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import simcord
 
 from bot.settings import Settings
 from tests.bot.conftest import (  # noqa: F401  (fixtures, re-exported for this folder)
@@ -18,7 +19,7 @@ from tests.bot.conftest import (  # noqa: F401  (fixtures, re-exported for this 
 )
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.hardening.support import CapturedLogs, production_logs
-from tests.hardening.world import EXTENSIONS, tiny_settings
+from tests.hardening.world import EXTENSIONS, World, build_world, tiny_settings
 
 
 @pytest.fixture
@@ -37,3 +38,8 @@ def eva_extensions() -> tuple[str, ...]:
 @pytest.fixture
 def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:  # noqa: F811  (the fixture above)
     return tiny_settings(fake_anthropic)
+
+
+@pytest.fixture
+async def world(simcord_env: simcord.Env, fake_anthropic: FakeAnthropic) -> World:  # noqa: F811
+    return await build_world(simcord_env, fake_anthropic)

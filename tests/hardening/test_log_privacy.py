@@ -23,7 +23,7 @@ from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ScriptedReply, tool_use_block
 from tests.fakes.discord_api import FakeDiscord
 from tests.hardening.support import CapturedLogs, leaked
-from tests.hardening.world import build_world
+from tests.hardening.world import World
 
 # Words that occur only in messages (and in what the model writes from them).
 WORDS = ("quokka", "zeppelin", "marmalade", "tamarind", "gondola", "kumquat", "vermilion", "xylophone")
@@ -35,11 +35,11 @@ def said(k: int) -> str:
 
 async def test_a_whole_conversation_logs_no_message_text(
     simcord_env: simcord.Env,
-    fake_anthropic: FakeAnthropic,
+    world: World,
     all_logs: CapturedLogs,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    w = await build_world(simcord_env, fake_anthropic)
+    w = world
     sent = []
     for k in range(10):
         sent.append(await (w.alice if k % 2 else w.bob).send(w.general, said(k)))
