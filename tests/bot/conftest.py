@@ -95,6 +95,9 @@ class Room(NamedTuple):
     def member(self, name: str, **user: Any) -> simcord.MemberActor:
         return self.guild.add_member(self.env.create_user(name, **user))
 
+    def people(self, *names: str) -> list[simcord.MemberActor]:
+        return [self.member(name) for name in names]
+
 
 @pytest.fixture
 def room(simcord_env: simcord.Env) -> Room:

@@ -95,7 +95,7 @@ async def test_messages_posted_while_away_are_logged_first_in_order(
 ) -> None:
     env, guild, general = room
     random = guild.create_text_channel("random")
-    alice, bob = room.member("alice"), room.member("bob")
+    alice, bob = room.people("alice", "bob")
     for k in range(3):
         await alice.send(general, f"before {k}")
     await bob.send(random, "random before")
@@ -133,10 +133,7 @@ async def test_messages_posted_while_away_are_logged_first_in_order(
 
 
 async def test_a_resume_backfills_before_live_messages(
-    room: Room,
-    services: Services,
-    sessions: async_sessionmaker[AsyncSession],
-    history: DiscordHistory,
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession], history: DiscordHistory
 ) -> None:
     env, _, general = room
     alice = room.member("alice")
@@ -218,10 +215,7 @@ async def test_a_database_restart_while_messages_flow_loses_none(
 
 
 async def test_a_guild_back_from_an_outage_is_backfilled(
-    room: Room,
-    services: Services,
-    sessions: async_sessionmaker[AsyncSession],
-    history: DiscordHistory,
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession], history: DiscordHistory
 ) -> None:
     env, guild, general = room
     alice = room.member("alice")

@@ -84,8 +84,7 @@ async def test_what_the_memory_sees_of_a_message(
     room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     env, guild, general = room
-    alice = room.member("alice")
-    other_bot = room.member("otherbot", bot=True)
+    alice, other_bot = room.member("alice"), room.member("otherbot", bot=True)
     first = await alice.send(general, "look at this", attachments=[("map.png", b"\x89PNG")])
     await alice.send(general, "and this", reply_to=first)
     await other_bot.send(general, "beep, I am another bot")  # IGNORE_BOTS: not logged
@@ -125,8 +124,7 @@ async def test_opted_out_people_and_paused_channels_are_not_logged(
     room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     env, guild, general = room
-    alice = room.member("alice")
-    bob = room.member("bob")
+    alice, bob = room.people("alice", "bob")
     engine, ingest = services.engine, ingest_of(env.bot)  # type: ignore[arg-type]
     await alice.send(general, "one")
     await engine.opt_out(guild.id, bob.id)
@@ -161,8 +159,7 @@ async def test_edit_delete_and_bulk_delete_reach_the_memory(
     room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     env, _, general = room
-    alice = room.member("alice")
-    bob = room.member("bob")
+    alice, bob = room.people("alice", "bob")
     sent = []
     for k in range(24):
         actor = alice if k % 2 == 0 else bob

@@ -38,7 +38,7 @@ async def test_a_waiting_queue_is_one_transaction_in_order_once(
     room: Room, services: Services, sessions: Sessions
 ) -> None:
     env, _, general = room
-    alice, bob = room.member("alice"), room.member("bob")
+    alice, bob = room.people("alice", "bob")
     ingest = ingest_of(env.bot)  # type: ignore[arg-type]
     first = await alice.send(general, "first, alone")
     assert await ingest.flush(timeout=5)

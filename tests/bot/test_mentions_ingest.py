@@ -61,8 +61,7 @@ async def test_an_opted_out_person_is_never_named_in_a_new_line(
     room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     env, guild, general = room
-    alice = room.member("alice")
-    zed = room.member("zed", global_name="Zed Zebra")
+    alice, zed = room.member("alice"), room.member("zed", global_name="Zed Zebra")
     before = await alice.send(general, f"did <@{zed.id}> pay you back?")
     await zed.send(general, "I did")
     await flushed(env)
@@ -94,8 +93,7 @@ async def test_backfilled_messages_and_cache_misses(
         "mods-only", overwrites={guild.default_role: discord.PermissionOverwrite(view_channel=False)}
     )
     crew = guild.create_role("Crew", mentionable=True)
-    alice = room.member("alice")
-    bob = room.member("bob")
+    alice, bob = room.people("alice", "bob")
     await alice.send(general, "before")
     await flushed(env)
     bot: Any = env.bot
