@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import select
@@ -78,6 +78,17 @@ async def start_bot(services: Services) -> Running:
     await eventually(opened)
     await running.settled()
     return running
+
+
+async def first_run(
+    fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession], *said: tuple[int, str]
+) -> list[dict[str, Any]]:
+    """A bot started, each (author id, text) posted in general and logged, the bot stopped."""
+    bot = await start_bot(services)
+    posted = [fake.chat.post_user_message(fake.ids.general, author, text) for author, text in said]
+    await eventually(lambda: row_of(sessions, posted[-1]["id"]))
+    await bot.stop()
+    return posted
 
 
 async def row_of(sessions: async_sessionmaker[AsyncSession], snowflake: int | str) -> Message | None:

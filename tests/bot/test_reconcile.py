@@ -15,7 +15,7 @@ from bot.services import Services
 from bot.status import memory_status
 from memory.log import ChatKey, NewMessage
 from memory.models import Message, OptOut, ReconcileCursor
-from tests.bot.reconcile_world import chats_of_guild, eventually, fake, row_of, start_bot
+from tests.bot.reconcile_world import chats_of_guild, eventually, fake, first_run, row_of, start_bot
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_model import READ_MESSAGE_HISTORY
 
@@ -195,11 +195,9 @@ async def test_a_guild_in_an_outage_at_ready_is_kept_and_reconciled_when_it_is_b
     fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     ids = fake.ids
-    bot = await start_bot(services)
-    said = fake.chat.post_user_message(ids.general, ids.bob, "said before the outage")
-    doomed = fake.chat.post_user_message(ids.general, ids.alice, "deleted during the outage")
-    await eventually(lambda: row_of(sessions, doomed["id"]))
-    await bot.stop()
+    said, doomed = await first_run(
+        fake, services, sessions, (ids.bob, "said before the outage"), (ids.alice, "deleted during the outage")
+    )
 
     fake.world.start_outage(ids.guild)
     bot = await start_bot(services)
@@ -227,10 +225,7 @@ async def test_a_channel_whose_history_the_bot_cannot_read_is_not_taken_for_empt
     fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     ids = fake.ids
-    bot = await start_bot(services)
-    said = fake.chat.post_user_message(ids.general, ids.bob, "still here, only unreadable")
-    await eventually(lambda: row_of(sessions, said["id"]))
-    await bot.stop()
+    (said,) = await first_run(fake, services, sessions, (ids.bob, "still here, only unreadable"))
     # Read Message History taken away: Discord then answers history with [] (no error).
     deny = {"id": str(ids.guild), "type": 0, "allow": "0", "deny": str(READ_MESSAGE_HISTORY)}
     fake.world.channels[ids.general].permission_overwrites = [deny]

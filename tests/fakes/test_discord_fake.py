@@ -310,8 +310,7 @@ def add_commands(bot: AnyBot, views: list[ConfirmView]) -> asyncio.Queue[str]:
 
 
 async def test_slash_commands_sync_respond_and_record_ephemeral(fake: FakeDiscord) -> None:
-    bot = make_bot()
-    views: list[ConfirmView] = []
+    bot, views = make_bot(), list[ConfirmView]()
     ran = add_commands(bot, views)
     async with running(bot):
         ids = fake.ids
@@ -369,8 +368,7 @@ async def test_autocomplete_edit_original_and_followup_delete(fake: FakeDiscord)
 
 
 async def test_button_click_goes_through_interaction_check(fake: FakeDiscord) -> None:
-    bot = make_bot()
-    views: list[ConfirmView] = []
+    bot, views = make_bot(), list[ConfirmView]()
     ran = add_commands(bot, views)
     async with running(bot):
         ids = fake.ids
