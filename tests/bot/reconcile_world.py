@@ -80,6 +80,16 @@ async def start_bot(services: Services) -> Running:
     return running
 
 
+@contextlib.asynccontextmanager
+async def running(services: Services) -> AsyncIterator[Running]:
+    """A bot started for the block, stopped after it."""
+    bot = await start_bot(services)
+    try:
+        yield bot
+    finally:
+        await bot.stop()
+
+
 async def first_run(
     fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession], *said: tuple[int, str]
 ) -> list[dict[str, Any]]:
