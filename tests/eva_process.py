@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from memory.database import make_engine, make_sessions
+from memory.embedded import asyncpg_url
 from memory.models import Message
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
@@ -103,6 +105,13 @@ def endpoints(discord_fake: FakeDiscord, anthropic_fake: FakeAnthropic, data_dir
         "DATA_DIR": str(data_dir),
         "DEBOUNCE_SECONDS": "0.1",
     }
+
+
+def embedded_database(pgdata: Path) -> tuple[AsyncEngine, async_sessionmaker[AsyncSession]]:
+    """Engine and sessions on the `eva` database of the embedded server in ``pgdata`` (its socket
+    is there too), for a test to look into what the process stored."""
+    engine = make_engine(asyncpg_url(f"postgresql://postgres@/postgres?host={pgdata}", "eva"))
+    return engine, make_sessions(engine)
 
 
 def postmaster_pid(pgdata: Path) -> int | None:

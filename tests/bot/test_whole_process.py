@@ -18,8 +18,6 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.config import MemoryConfig
-from memory.database import make_engine, make_sessions
-from memory.embedded import asyncpg_url
 from memory.engine import MemoryEngine
 from memory.log import ChatKey, NewMessage
 from memory.models import Message
@@ -28,6 +26,7 @@ from tests.eva_process import (
     REPO,
     EvaProcess,
     ProcessWorld,
+    embedded_database,
     endpoints,
     eventually,
     logged_message,
@@ -93,8 +92,7 @@ async def test_eva_run_starts_cleanly_after_kill_9(
     pgdata = (data_dir / "pg").resolve()
     first = await start_eva(workdir, environment)
     second: EvaProcess | None = None
-    engine = make_engine(asyncpg_url(f"postgresql://postgres@/postgres?host={pgdata}", "eva"))
-    sessions = make_sessions(engine)
+    engine, sessions = embedded_database(pgdata)
     try:
         await first.wait_for("bot.ready")
         before = discord_fake.chat.post_user_message(ids.general, ids.alice, "logged before the crash")

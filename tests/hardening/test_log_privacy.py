@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 import simcord
 
-from memory.database import make_engine, make_sessions
-from memory.embedded import asyncpg_url
-from tests.eva_process import eventually, logged_message, postmaster_pid, start_eva
+from tests.eva_process import embedded_database, eventually, logged_message, postmaster_pid, start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ScriptedReply, tool_use_block
 from tests.fakes.discord_api import FakeDiscord
@@ -146,8 +144,7 @@ async def test_whole_process_logs_and_data_folder_keep_no_message_text(
     data_dir = workdir / "data"
     pgdata = (data_dir / "pg").resolve()
     eva = await start_eva(workdir, {**secret_environment(discord_fake, anthropic_fake, data_dir), "LOG_LEVEL": "DEBUG"})
-    database = make_engine(asyncpg_url(f"postgresql://postgres@/postgres?host={pgdata}", "eva"))
-    sessions = make_sessions(database)
+    database, sessions = embedded_database(pgdata)
     try:
         await eva.wait_for("bot.ready")
         posted = [
