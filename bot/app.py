@@ -27,6 +27,7 @@ from bot.settings import DISCORD_API_BASE, DISCORD_GATEWAY_URL, Settings
 from memory import Clock, Database, WallClock
 from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import make_client
+from memory.summarizer import Summarizer
 
 log = structlog.get_logger(__name__)
 
@@ -50,8 +51,11 @@ def point_discord(settings: Settings) -> bool:
     return repointed
 
 
-def build_services(settings: Settings, db: Database, *, clock: Clock | None = None) -> Services:
-    """Claude client, compactor, engine and scheduler on an open database (bot, worker, tests)."""
+def build_services(
+    settings: Settings, db: Database, *, clock: Clock | None = None, summarizer: Summarizer | None = None
+) -> Services:
+    """Claude client, compactor, engine and scheduler on an open database (bot, worker, tests).
+    Tests pass their own ``clock`` and ``summarizer`` (the deterministic FakeSummarizer)."""
     api_key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else ""
     # Replies use the SDK's own retries; the summarizer derives a copy without them.
     claude = make_client(
@@ -59,7 +63,7 @@ def build_services(settings: Settings, db: Database, *, clock: Clock | None = No
     )
     clock = clock or WallClock()
     config, prices = settings.memory_config(), settings.price_table()
-    summarizer = AnthropicSummarizer(
+    summarizer = summarizer or AnthropicSummarizer(
         claude, model=settings.compact_model, node_bytes=settings.node_bytes, tries=settings.tries
     )
     engine = memory.build(db.sessions, config, summarizer, clock=clock, prices=prices)

@@ -1,5 +1,6 @@
 """Shared fixtures: one fresh PostgreSQL database per test run, migrated once; each test
-gets clean tables.
+gets clean tables. For the whole-process tests: a working folder, both HTTP fakes, and the
+two together with the database (``processes``: start `eva` on them).
 
 The server is the embedded PostgreSQL 18 (the product's default), or the server named by
 TEST_DATABASE_URL (a database on it is created for the run and dropped afterwards).
@@ -8,6 +9,7 @@ TEST_DATABASE_URL (a database on it is created for the run and dropped afterward
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from memory import migrate
 from memory.database import create_database, drop_database, make_engine, make_sessions, with_database
 from memory.embedded import EmbeddedPostgres
+from tests.eva_process import EvaProcess, ProcessWorld
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.discord_api import FakeDiscord
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -85,3 +90,30 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared chat data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """The process's working folder (and DATA_DIR under it). Not pytest's tmp_path: pytest
+    runs in other processes prune those folders, embedded database included."""
+    folder = Path(tempfile.mkdtemp(prefix="eva-test-process-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+async def fakes() -> AsyncIterator[tuple[FakeDiscord, FakeAnthropic]]:
+    async with FakeDiscord() as discord_fake, FakeAnthropic() as anthropic_fake:
+        yield discord_fake, anthropic_fake
+
+
+@pytest.fixture
+async def processes(
+    fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path, database_url: str
+) -> AsyncIterator[ProcessWorld]:
+    started: list[EvaProcess] = []
+    yield ProcessWorld(*fakes, workdir, database_url, started)
+    for process in started:
+        process.kill()

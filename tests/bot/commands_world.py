@@ -3,30 +3,30 @@ channels (two with memory, one the bot cannot read, one never logged) on real Po
 
 The bot is CORE's `EvaBot` from tests/bot/conftest.py (real services, Claude pointed at the
 fake Anthropic) with ingest and the two command extensions; a test module picks them with
-the ``eva_extensions`` and ``bot_settings`` fixtures below. Messages before the test are
+the ``eva_extensions``, ``bot_settings`` and ``world`` fixtures below (imported and named in
+its ``__all__``: pytest finds fixtures in the module's namespace). Messages before the test are
 seeded through the engine (dated, so answers are predictable); live ones go through ingest.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import discord
+import pytest
 import simcord
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.cli_discord import COMMAND_EXTENSIONS
 from bot.client import EvaBot
-from bot.ingest import Ingest
-from bot.services import Services
 from bot.settings import Settings
-from memory.engine import MemoryEngine
-from memory.log import ChatKey, NewMessage
+from memory.log import NewMessage
 from memory.models import Chat, Message, OptOut, TreeNode
 from tests.bot.conftest import make_bot_settings
+from tests.bot.world import Friends, dated, friends, seed_channel
 from tests.fakes.anthropic_api import FakeAnthropic
 
 EXTENSIONS = ("bot.cogs.ingest", *COMMAND_EXTENSIONS)
@@ -34,92 +34,55 @@ START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 LONG_MESSAGE_INDEX = 5  # general's message #5 is ~2,100 characters (two pages)
 
 
+# Small sizes, so 64 short messages make a memory row (the defaults need ~50 KB of chat).
+SMALL_MEMORY: dict[str, Any] = {
+    "view_high": 2_500,
+    "view_low": 1_200,
+    "tail_start": 2_000,
+    "tail_keep": 500,
+    "tail_force": 4_000,
+    "tail_cap": 50_000,
+}
+
+
 def small_memory_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    """Small sizes, so 64 short messages make a memory row (the defaults need ~50 KB of chat)."""
-    return make_bot_settings(
-        fake_anthropic,
-        view_high=2_500,
-        view_low=1_200,
-        tail_start=2_000,
-        tail_keep=500,
-        tail_force=4_000,
-        tail_cap=50_000,
-    )
+    return make_bot_settings(fake_anthropic, **SMALL_MEMORY)
 
 
 @dataclass
-class World:
-    env: simcord.Env
-    services: Services
-    guild: simcord.GuildHandle
-    admin: simcord.MemberActor
-    alice: simcord.MemberActor
-    bob: simcord.MemberActor
-    general: simcord.ChannelHandle  # memory: alice and bob, a compacted row
-    other: simcord.ChannelHandle  # memory: the word "zebra", which general never contains
-    hidden: simcord.ChannelHandle  # the bot cannot read its history
-    empty: simcord.ChannelHandle  # never logged
+class World(Friends):
+    admin: simcord.MemberActor  # ada, with Manage Server
+    # general: memory, alice and bob, a compacted row
+    other: simcord.ChannelHandle = field(kw_only=True)  # memory: "zebra", which general never contains
+    hidden: simcord.ChannelHandle = field(kw_only=True)  # the bot cannot read its history
+    empty: simcord.ChannelHandle = field(kw_only=True)  # never logged
     general_chat: int = 0
     other_chat: int = 0
     synced: list[discord.app_commands.AppCommand] = field(default_factory=list)
-
-    @property
-    def engine(self) -> MemoryEngine:
-        return self.services.engine
-
-    @property
-    def ingest(self) -> Ingest:
-        ingest = self.services.ingest
-        assert isinstance(ingest, Ingest)
-        return ingest
 
     def command(self, name: str) -> discord.app_commands.AppCommand:
         return next(c for c in self.synced if c.name == name)
 
 
 def message(author: Any, k: int, text: str) -> NewMessage:
-    return NewMessage(
-        author_name=author.name,
-        author_id=author.id,
-        created_at=START + timedelta(minutes=k),
-        content=text,
-        snowflake=10_000 + k,
-    )
+    (one,) = dated([author], START, [text], first=k)
+    return one
 
 
 async def seed(world: World) -> None:
-    engine = world.engine
-    guild_id = world.guild.id
-    world.general_chat = await engine.ensure_chat(
-        ChatKey("text", "general", discord_id=world.general.id, guild_id=guild_id)
-    )
-    world.other_chat = await engine.ensure_chat(
-        ChatKey("text", "other", discord_id=world.other.id, guild_id=guild_id)
-    )
-    people = [world.alice, world.bob]
-    general = []
-    for k in range(64):
-        text = f"message {k} about the canoe trip and paddles, number {k}"
-        if k == LONG_MESSAGE_INDEX:
-            text = " ".join(f"word{n}" for n in range(300))  # ~2,100 characters
-        general.append(message(people[k % 2], k, text))
-    await engine.append_many(world.general_chat, general)
-    await engine.compact(world.general_chat, until_idle=True, force_swap=True)
-    other = [message(world.bob, 100 + k, f"the zebra {k} is only in the other channel") for k in range(6)]
-    other.append(message(world.alice, 120, "alice says hello in other"))
-    await engine.append_many(world.other_chat, other)
+    texts = [f"message {k} about the canoe trip and paddles, number {k}" for k in range(64)]
+    texts[LONG_MESSAGE_INDEX] = " ".join(f"word{n}" for n in range(300))  # ~2,100 characters
+    world.general_chat = await seed_channel(world, world.general, dated([world.alice, world.bob], START, texts))
+    await world.engine.compact(world.general_chat, until_idle=True, force_swap=True)
+    zebras = [f"the zebra {k} is only in the other channel" for k in range(6)]
+    other = [*dated([world.bob], START, zebras, first=100), message(world.alice, 120, "alice says hello in other")]
+    world.other_chat = await seed_channel(world, world.other, other)
 
 
 async def build_world(env: simcord.Env) -> World:
     """The world inside SimCord's running ``env`` (the conftest's ``simcord_env``)."""
-    bot = env.bot
-    assert isinstance(bot, EvaBot)
-    guild = env.create_guild("friends")
-    admins = guild.create_role("admins", permissions=discord.Permissions(manage_guild=True))
-    admin = guild.add_member(env.create_user("ada"), roles=[admins])
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
-    general = guild.create_text_channel("general")
+    base = friends(env, with_admin=True)
+    guild = base.guild
     other = guild.create_text_channel("other")
     me = guild.me
     assert me is not None
@@ -127,10 +90,27 @@ async def build_world(env: simcord.Env) -> World:
         "hidden", overwrites={me: discord.PermissionOverwrite(read_message_history=False)}
     )
     empty = guild.create_text_channel("empty")
-    world = World(env, bot.services, guild, admin, alice, bob, general, other, hidden, empty)
+    world = World(**vars(base), other=other, hidden=hidden, empty=empty)
+    bot = env.bot
+    assert isinstance(bot, EvaBot)
     world.synced = await bot.tree.sync()
     await seed(world)
     return world
+
+
+@pytest.fixture
+def eva_extensions() -> tuple[str, ...]:
+    return EXTENSIONS
+
+
+@pytest.fixture
+def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
+    return small_memory_settings(fake_anthropic)
+
+
+@pytest.fixture
+async def world(simcord_env: simcord.Env) -> World:
+    return await build_world(simcord_env)
 
 
 async def counts(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Any]:
@@ -149,6 +129,13 @@ async def counts(sessions: async_sessionmaker[AsyncSession]) -> dict[str, Any]:
 async def authored(sessions: async_sessionmaker[AsyncSession], user_id: int) -> int:
     async with sessions() as s:
         return int(await s.scalar(select(func.count()).where(Message.author_id == user_id)) or 0)
+
+
+def reply_text(result: simcord.InteractionResult) -> str:
+    """A command's answer, which only the asker sees."""
+    assert result.response is not None, "the command did not answer"
+    assert result.response.ephemeral, "answers are private to the asker"
+    return result.response.content
 
 
 def causes(errors: list[BaseException]) -> list[BaseException]:

@@ -1,7 +1,8 @@
 """Fixtures for bot tests: a SimCord bot wired with the real services (composition root's
 `build_services`) on the test database, with the Claude client pointed at the fake Anthropic.
 
-Reuse: request ``services`` for the services alone, ``eva_bot`` for the bot; override
+Reuse: request ``services`` for the services alone, ``eva_bot`` for the bot, ``room`` for a
+guild with a "general" channel; override
 ``eva_extensions`` (the extensions to load) or ``bot_settings`` in a test module to change
 them. ``simcord_bot`` is ``eva_bot``, so ``simcord_env`` runs it.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import simcord
@@ -22,6 +23,7 @@ from bot.database_runtime import Database
 from bot.ingest import Ingest
 from bot.services import Services
 from bot.settings import Settings
+from tests.bot.reply_world import EXTENSIONS as REPLY_EXTENSIONS
 from tests.fakes.anthropic_api import FakeAnthropic
 
 
@@ -67,6 +69,12 @@ def eva_extensions() -> tuple[str, ...]:
 
 
 @pytest.fixture
+def world_extensions() -> tuple[str, ...]:
+    """The extensions of the reply world's bot (tests/bot/reply_fixtures.py); a module may override it."""
+    return REPLY_EXTENSIONS
+
+
+@pytest.fixture
 def eva_bot(services: Services, eva_extensions: tuple[str, ...]) -> EvaBot:
     return EvaBot(services, extensions=eva_extensions)
 
@@ -74,6 +82,27 @@ def eva_bot(services: Services, eva_extensions: tuple[str, ...]) -> EvaBot:
 @pytest.fixture
 def simcord_bot(eva_bot: EvaBot) -> EvaBot:
     return eva_bot
+
+
+class Room(NamedTuple):
+    """A guild with one text channel, "general", in SimCord's running env; people join with
+    ``member`` (a test unpacks ``env, guild, general = room``)."""
+
+    env: simcord.Env
+    guild: simcord.GuildHandle
+    general: simcord.ChannelHandle
+
+    def member(self, name: str, **user: Any) -> simcord.MemberActor:
+        return self.guild.add_member(self.env.create_user(name, **user))
+
+    def people(self, *names: str) -> list[simcord.MemberActor]:
+        return [self.member(name) for name in names]
+
+
+@pytest.fixture
+def room(simcord_env: simcord.Env) -> Room:
+    guild = simcord_env.create_guild()
+    return Room(simcord_env, guild, guild.create_text_channel("general"))
 
 
 def ingest_of(bot: EvaBot) -> Ingest:

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import select
@@ -19,29 +19,22 @@ from bot.ingest import Ingest
 from bot.reconcile import Reconciler
 from bot.services import Services
 from memory.models import Chat, Message
-from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
+from tests.eva_process import eventually as poll
+from tests.fakes.discord_api import FakeDiscord, discord_on_fake
 
 T = TypeVar("T")
 WITHIN = 15.0
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], within: float = WITHIN) -> T:
-    async with asyncio.timeout(within):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.02)
+    """tests/eva_process.py's, with this world's longer wait and a 20 ms poll."""
+    return await poll(check, within, every=0.02)
 
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as d:
-        previous = point_discord_at(d.api_base, d.gateway_url)
-        try:
-            yield d
-        finally:
-            restore_discord_endpoints(previous)
+    async with discord_on_fake() as d:
+        yield d
 
 
 @dataclass
@@ -85,6 +78,27 @@ async def start_bot(services: Services) -> Running:
     await eventually(opened)
     await running.settled()
     return running
+
+
+@contextlib.asynccontextmanager
+async def running(services: Services) -> AsyncIterator[Running]:
+    """A bot started for the block, stopped after it."""
+    bot = await start_bot(services)
+    try:
+        yield bot
+    finally:
+        await bot.stop()
+
+
+async def first_run(
+    fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession], *said: tuple[int, str]
+) -> list[dict[str, Any]]:
+    """A bot started, each (author id, text) posted in general and logged, the bot stopped."""
+    bot = await start_bot(services)
+    posted = [fake.chat.post_user_message(fake.ids.general, author, text) for author, text in said]
+    await eventually(lambda: row_of(sessions, posted[-1]["id"]))
+    await bot.stop()
+    return posted
 
 
 async def row_of(sessions: async_sessionmaker[AsyncSession], snowflake: int | str) -> Message | None:

@@ -1,5 +1,6 @@
-"""A SimCord world for the reply tests: the real EvaBot with the ingest and reply extensions,
-real PostgreSQL, and the local fake of the Anthropic API reached through the real SDK.
+"""The reply tests' world (on tests/bot/world.py): the real EvaBot with the ingest and reply
+extensions, real PostgreSQL, and the local fake of the Anthropic API reached through the real
+SDK; a simulated clock and the deterministic summarizer passed to the composition root.
 
 The channel "general" starts with 300 seeded messages by alice and bob, compacted by the
 deterministic FakeSummarizer under small thresholds into a memory row of 16 lines (about 3 KB,
@@ -19,39 +20,37 @@ import discord
 import simcord
 from simcord.backend.models.message import MessageSticker
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-import memory
-from bot.client import EvaBot
 from bot.services import Services
 from bot.settings import Settings
-from memory.claude import make_client
 from memory.clock import SimulatedClock
-from memory.config import MemoryConfig
-from memory.engine import MemoryEngine
 from memory.fake_summarizer import FakeSummarizer
-from memory.log import ChatKey, NewMessage
 from memory.models import Message
+from tests.bot.world import Friends, dated, friends, seed_channel, world_services
 from tests.fakes.anthropic_api import FakeAnthropic, LogEntry
 
-CONFIG = MemoryConfig(
-    node_bytes=200,
-    view_high=6_000,
-    view_low=3_000,
-    tail_start=3_000,
-    tail_keep=800,
-    tail_force=6_000,
-    tail_cap=50_000,
-    quiet_seconds=60,
-)
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 SEEDED = 300
 FLAMINGO_INDEX = 37
 LONG_INDEX = 50
 LONG_TEXT = " ".join(f"w{n:04d}" for n in range(500))  # 2,999 characters
 EXTENSIONS = ("bot.cogs.ingest", "bot.cogs.reply")
+# Small sizes: 300 messages make a row of 16 lines (the defaults need ~50 KB of chat).
+SMALL_MEMORY: dict[str, Any] = {
+    "node_bytes": 200,
+    "view_high": 6_000,
+    "view_low": 3_000,
+    "tail_start": 3_000,
+    "tail_keep": 800,
+    "tail_force": 6_000,
+    "tail_cap": 50_000,
+    "quiet": 60.0,
+}
 BASE_SETTINGS: dict[str, Any] = {
+    **SMALL_MEMORY,
     "anthropic_api_key": "test-key",
+    "anthropic_timeout": 10.0,
     "debounce_seconds": 0.0,  # SimCord settles each action; the debounce has its own test
     "user_cooldown_seconds": 30.0,
     "tool_steps": 6,
@@ -64,46 +63,22 @@ def make_settings(**overrides: Any) -> Settings:
 
 
 def make_services(
-    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
+    engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
 ) -> Services:
+    """The composition root's services with a simulated clock and the deterministic summarizer;
+    replies reach the fake with two SDK retries, as in production (its faults carry a 10 ms
+    retry-after)."""
+    assert settings.anthropic_base_url == fake.base_url, "make_settings(anthropic_base_url=fake.base_url)"
     clock = SimulatedClock(START + timedelta(days=1))
-    return Services(
-        settings=settings,
-        engine=memory.build(sessions, CONFIG, FakeSummarizer(node_bytes=CONFIG.node_bytes), clock=clock),
-        # Two SDK retries, as in production; the fake's faults carry a 10 ms retry-after.
-        claude=make_client("test-key", fake.base_url, timeout=10.0, max_retries=2),
-        prices=settings.price_table(),
-        clock=clock,
-    )
-
-
-def make_bot(services: Services) -> EvaBot:
-    intents = discord.Intents.default()
-    intents.message_content = True
-    return EvaBot(services, extensions=EXTENSIONS, intents=intents)
+    summarizer = FakeSummarizer(node_bytes=settings.node_bytes)
+    return world_services(settings, engine, sessions, clock=clock, summarizer=summarizer)
 
 
 @dataclass
-class World:
-    env: simcord.Env
-    services: Services
-    fake: FakeAnthropic
-    guild: simcord.GuildHandle
-    alice: simcord.MemberActor
-    bob: simcord.MemberActor
-    general: simcord.ChannelHandle
+class World(Friends):
+    fake: FakeAnthropic = field(kw_only=True)
     chat_id: int = 0
     marks: list[int] = field(default_factory=list)
-
-    @property
-    def engine(self) -> MemoryEngine:
-        return self.services.engine
-
-    @property
-    def me(self) -> discord.ClientUser:
-        user = self.env.bot.user
-        assert user is not None
-        return user
 
     @property
     def clock(self) -> SimulatedClock:
@@ -117,46 +92,19 @@ class World:
     def replies(self) -> list[LogEntry]:
         return self.fake.requests("reply")
 
-    def bot_messages(self, channel: simcord.ChannelHandle | None = None) -> list[discord.Message]:
-        return [m for m in (channel or self.general).history() if m.author.id == self.me.id]
-
 
 async def seed(world: World) -> None:
-    engine = world.engine
-    world.chat_id = await engine.ensure_chat(
-        ChatKey("text", "general", discord_id=world.general.id, guild_id=world.guild.id)
-    )
-    people = [world.alice, world.bob]
-    messages = []
-    for k in range(SEEDED):
-        text = f"message {k} about the paddle boat trip and pizza number {k * 7}"
-        if k == FLAMINGO_INDEX:
-            text = "alice, remember the pink flamingo we saw at the lake?"  # by bob
-        if k == LONG_INDEX:
-            text = LONG_TEXT
-        author = people[k % 2]
-        messages.append(
-            NewMessage(
-                author_name=author.name,
-                author_id=author.id,
-                created_at=START + timedelta(minutes=k),
-                content=text,
-                snowflake=10_000 + k,
-            )
-        )
-    await engine.append_many(world.chat_id, messages)
+    texts = [f"message {k} about the paddle boat trip and pizza number {k * 7}" for k in range(SEEDED)]
+    texts[FLAMINGO_INDEX] = "alice, remember the pink flamingo we saw at the lake?"  # by bob
+    texts[LONG_INDEX] = LONG_TEXT
+    world.chat_id = await seed_channel(world, world.general, dated([world.alice, world.bob], START, texts))
     world.clock.set(START + timedelta(days=1))
-    await engine.compact(world.chat_id, until_idle=True, force_swap=True)
+    await world.engine.compact(world.chat_id, until_idle=True, force_swap=True)
 
 
 async def build_world(env: simcord.Env, fake: FakeAnthropic, *, seeded: bool = True) -> World:
-    bot = env.bot
-    assert isinstance(bot, EvaBot)
-    guild = env.create_guild("friends")
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
-    general = guild.create_text_channel("general")
-    world = World(env, bot.services, fake, guild, alice, bob, general)
+    base = friends(env, with_admin=False)
+    world = World(**vars(base), fake=fake)
     if seeded:
         await seed(world)
     return world

@@ -1,6 +1,7 @@
-"""A SimCord world for /settings and the reply gate: the reply world's seeded "general" (real
-PostgreSQL, the Anthropic fake through the real SDK, a simulated clock) with the command
-extensions loaded, an admin, a muted member, a second channel and an alert channel."""
+"""A SimCord world for /settings and the reply gate (on tests/bot/world.py): the reply world's
+seeded "general" (real PostgreSQL, the Anthropic fake through the real SDK, a simulated clock)
+with the command extensions loaded, an admin, a muted member, a second channel and an alert
+channel."""
 
 from __future__ import annotations
 
@@ -14,18 +15,12 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.client import EvaBot
-from bot.services import Services
 from memory.models import Message, UsageEntry
 from tests.bot.reply_world import World, seed
+from tests.bot.world import friends
 from tests.fakes.anthropic_api import FakeAnthropic
 
 EXTENSIONS = ("bot.cogs.ingest", "bot.cogs.reply", "bot.cogs.people", "bot.cogs.admin", "bot.cogs.settings")
-
-
-def make_bot(services: Services) -> EvaBot:
-    intents = discord.Intents.default()
-    intents.message_content = True
-    return EvaBot(services, extensions=EXTENSIONS, intents=intents)
 
 
 @dataclass
@@ -43,22 +38,18 @@ class SettingsWorld:
 
 
 async def build_settings_world(env: simcord.Env, fake: FakeAnthropic) -> SettingsWorld:
+    base = friends(env, with_admin=True)
+    assert base.admin is not None
+    muted = base.guild.create_role("muted")
+    carol = base.guild.add_member(env.create_user("carol"), roles=[muted])
+    random = base.guild.create_text_channel("random")
+    mods = base.guild.create_text_channel("mods")
+    world = World(**vars(base), fake=fake)
+    await seed(world)
     bot = env.bot
     assert isinstance(bot, EvaBot)
-    guild = env.create_guild("friends")
-    admins = guild.create_role("admins", permissions=discord.Permissions(manage_guild=True))
-    muted = guild.create_role("muted")
-    admin = guild.add_member(env.create_user("ada"), roles=[admins])
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
-    carol = guild.add_member(env.create_user("carol"), roles=[muted])
-    general = guild.create_text_channel("general")
-    random = guild.create_text_channel("random")
-    mods = guild.create_text_channel("mods")
-    base = World(env, bot.services, fake, guild, alice, bob, general)
-    await seed(base)
     await bot.tree.sync()
-    return SettingsWorld(base, admin, carol, muted, random, mods)
+    return SettingsWorld(world, base.admin, carol, muted, random, mods)
 
 
 def said(result: simcord.InteractionResult) -> str:

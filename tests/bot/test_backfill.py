@@ -27,7 +27,7 @@ from memory import migrate
 from memory.database import make_engine, make_sessions
 from memory.embedded import EmbeddedPostgres
 from memory.models import Message
-from tests.bot.conftest import declared_retry_wait, ingest_of
+from tests.bot.conftest import Room, declared_retry_wait, ingest_of
 
 INGEST_ONLY = ("bot.cogs.ingest",)
 
@@ -87,16 +87,15 @@ async def texts(
 
 
 async def test_messages_posted_while_away_are_logged_first_in_order(
-    simcord_env: simcord.Env,
+    room: Room,
     services: Services,
     sessions: async_sessionmaker[AsyncSession],
     history: DiscordHistory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general, random = guild.create_text_channel("general"), guild.create_text_channel("random")
-    alice, bob = guild.add_member(env.create_user("alice")), guild.add_member(env.create_user("bob"))
+    env, guild, general = room
+    random = guild.create_text_channel("random")
+    alice, bob = room.people("alice", "bob")
     for k in range(3):
         await alice.send(general, f"before {k}")
     await bob.send(random, "random before")
@@ -134,15 +133,10 @@ async def test_messages_posted_while_away_are_logged_first_in_order(
 
 
 async def test_a_resume_backfills_before_live_messages(
-    simcord_env: simcord.Env,
-    services: Services,
-    sessions: async_sessionmaker[AsyncSession],
-    history: DiscordHistory,
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession], history: DiscordHistory
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
+    env, _, general = room
+    alice = room.member("alice")
     await alice.send(general, "before")
     # (load_extension imports the module anew, so its class is not this module's IngestCog)
     bot: Any = env.bot
@@ -221,15 +215,10 @@ async def test_a_database_restart_while_messages_flow_loses_none(
 
 
 async def test_a_guild_back_from_an_outage_is_backfilled(
-    simcord_env: simcord.Env,
-    services: Services,
-    sessions: async_sessionmaker[AsyncSession],
-    history: DiscordHistory,
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession], history: DiscordHistory
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
+    env, guild, general = room
+    alice = room.member("alice")
     await alice.send(general, "before the outage")
     env.backend.emit("GUILD_DELETE", {"id": str(guild.id), "unavailable": True})
     await env.settle()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 
 from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes, TurnGaps, choose_lifetimes
@@ -43,15 +44,10 @@ def test_mixed_lifetimes_make_a_request_the_api_accepts() -> None:
     )
     note = TurnNote(T0, "UTC", (Trigger("Pia", 1, 19),))
     chosen = MarkLifetimes(system="1h", body="1h", last="5m")
-    body = build_request(
-        model="claude-sonnet-5-5",
-        max_tokens=100,
-        system="You are Eva.",
-        tools=[],
-        view=view,
-        note=note,
-        lifetimes=chosen,
+    request = functools.partial(
+        build_request, model="claude-sonnet-5-5", max_tokens=100, system="You are Eva.", tools=[], view=view, note=note
     )
+    body = request(lifetimes=chosen)
     validate_request(body)  # longer lifetimes first: the fake refuses the other order, as the API
     ttls = [
         b["cache_control"].get("ttl", "5m")
@@ -60,13 +56,5 @@ def test_mixed_lifetimes_make_a_request_the_api_accepts() -> None:
         if "cache_control" in b
     ]
     assert body["system"][0]["cache_control"]["ttl"] == "1h" and ttls == ["1h", "1h", "5m"]
-    plain = build_request(
-        model="claude-sonnet-5-5",
-        max_tokens=100,
-        system="You are Eva.",
-        tools=[],
-        view=view,
-        note=note,
-        lifetimes=ALL_FIVE_MINUTES,
-    )
+    plain = request(lifetimes=ALL_FIVE_MINUTES)
     assert all("ttl" not in b.get("cache_control", {}) for m in plain["messages"] for b in m["content"])

@@ -9,41 +9,21 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.cogs.people import NO_MEMORY_HERE, address_choices, zoom_text
 from bot.pagination import PAGE_CHARS, paginate
-from bot.settings import Settings
 from memory.errors import BadRequest, UserFacingError
 from memory.models import Message
 from tests.bot.commands_world import (
-    EXTENSIONS,
     LONG_MESSAGE_INDEX,
     World,
     authored,
-    build_world,
+    bot_settings,
     causes,
     counts,
-    small_memory_settings,
+    eva_extensions,
+    reply_text,
+    world,
 )
-from tests.fakes.anthropic_api import FakeAnthropic
 
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return small_memory_settings(fake_anthropic)
-
-
-@pytest.fixture
-async def world(simcord_env: simcord.Env) -> World:
-    return await build_world(simcord_env)
-
-
-def reply_text(result: simcord.InteractionResult) -> str:
-    assert result.response is not None, "the command did not answer"
-    assert result.response.ephemeral, "answers are private to the asker"
-    return result.response.content
+__all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
 
 
 async def test_zoom_answers_from_the_channel_it_is_used_in(world: World) -> None:

@@ -8,44 +8,25 @@ import pytest
 import simcord
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.settings import Settings
 from bot.tree import NEED_MANAGE_SERVER
 from memory.errors import UserFacingError
 from memory.log import NewMessage
 from memory.models import TreeNode
 from tests.bot.commands_world import (
-    EXTENSIONS,
     START,
     World,
-    build_world,
+    bot_settings,
     causes,
     counts,
-    small_memory_settings,
+    eva_extensions,
+    reply_text,
+    world,
 )
-from tests.fakes.anthropic_api import FakeAnthropic
 
 SUBCOMMANDS = {f"memory {name}" for name in ("status", "view", "node", "compact", "pause", "resume", "wipe")}
 
 
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return small_memory_settings(fake_anthropic)
-
-
-@pytest.fixture
-async def world(simcord_env: simcord.Env) -> World:
-    return await build_world(simcord_env)
-
-
-def reply_text(result: simcord.InteractionResult) -> str:
-    assert result.response is not None, "the command did not answer"
-    assert result.response.ephemeral
-    return result.response.content
+__all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
 
 
 async def test_memory_is_hidden_from_members_and_refused_even_when_an_admin_allows_them(

@@ -4,35 +4,13 @@
 from __future__ import annotations
 
 import discord
-import pytest
-import simcord
 
 from bot.cogs.people import NO_HISTORY_HERE
-from bot.settings import Settings
 from memory.errors import UserFacingError
 from memory.log import ChatKey
-from tests.bot.commands_world import EXTENSIONS, World, build_world, causes, message, small_memory_settings
-from tests.fakes.anthropic_api import FakeAnthropic
+from tests.bot.commands_world import World, bot_settings, causes, eva_extensions, message, reply_text, world
 
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return small_memory_settings(fake_anthropic)
-
-
-@pytest.fixture
-async def world(simcord_env: simcord.Env) -> World:
-    return await build_world(simcord_env)
-
-
-def reply_text(result: simcord.InteractionResult) -> str:
-    assert result.response is not None and result.response.ephemeral
-    return result.response.content
+__all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
 
 
 async def test_zoom_and_recall_need_read_message_history_there(world: World) -> None:

@@ -9,18 +9,15 @@ import simcord
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.client import EvaBot
 from bot.limits import SOMETHING_BROKE_NOTE
 from bot.reply_gate import BUDGET_PAUSED_NOTE
-from bot.settings import Settings
 from bot.tree import NEED_MANAGE_SERVER
 from memory.errors import UserFacingError
 from memory.guild_settings import GuildSettingsStore
 from memory.models import Chat, GuildSettings, UsageEntry
 from tests.bot.commands_world import causes
-from tests.bot.reply_fixtures import fake, settings
-from tests.bot.reply_world import make_services
-from tests.bot.settings_world import SettingsWorld, build_settings_world, is_logged, make_bot, said, spend
+from tests.bot.reply_fixtures import fake, settings, simcord_bot
+from tests.bot.settings_world import EXTENSIONS, SettingsWorld, build_settings_world, is_logged, said, spend
 from tests.fakes.anthropic_api import FakeAnthropic
 
 SUBCOMMANDS = {
@@ -29,14 +26,12 @@ SUBCOMMANDS = {
 }
 
 
-__all__ = ["fake", "settings"]  # fixtures shared with the reply tests
+__all__ = ["fake", "settings", "simcord_bot"]  # fixtures shared with the reply tests
 
 
 @pytest.fixture
-def simcord_bot(
-    sessions: async_sessionmaker[AsyncSession], fake: FakeAnthropic, settings: Settings
-) -> EvaBot:
-    return make_bot(make_services(sessions, fake, settings))
+def world_extensions() -> tuple[str, ...]:
+    return EXTENSIONS
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.forget import forget_person
 from bot.services import Services
 from memory.models import Chat
-from tests.bot.reconcile_world import eventually, fake, row_of, start_bot
+from tests.bot.reconcile_world import eventually, fake, row_of, running
 from tests.fakes.discord_api import FakeDiscord
 from tests.hardening.support import leaked, table_dump
 
@@ -25,8 +25,7 @@ async def test_forget_me_after_deleting_own_dm_messages_leaves_nothing_of_that_p
     alice = world.users[ids.alice]
     alice.global_name = "Alice Pelletier"  # the display name the log stores
     alice_dm, bob_dm = world.open_dm(ids.alice), world.open_dm(ids.bob)
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
         hers = fake.chat.post_user_message(alice_dm.id, ids.alice, "my pin code is 4417 pelican")
         quote = fake.chat.bot_send(alice_dm.id, {"content": "Noted: your pin code is 4417 pelican"})
         his = fake.chat.post_user_message(bob_dm.id, ids.bob, "bob keeps his otter")
@@ -47,8 +46,6 @@ async def test_forget_me_after_deleting_own_dm_messages_leaves_nothing_of_that_p
         dump = await table_dump(sessions)
         assert leaked(dump, ["4417", "pelican", "Alice Pelletier", "alice", str(ids.alice)]) == []
         assert "otter" in dump and str(ids.bob) in dump  # bob's DM memory is untouched
-    finally:
-        await bot.stop()
 
 
 async def test_an_opted_out_person_who_writes_a_dm_gets_no_chat_row(
@@ -57,8 +54,7 @@ async def test_an_opted_out_person_who_writes_a_dm_gets_no_chat_row(
     ids = fake.ids
     dm = fake.world.open_dm(ids.alice)
     await services.engine.opt_out(None, ids.alice)
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
         fake.chat.post_user_message(dm.id, ids.alice, "hello again after opting out")
         fake.chat.bot_send(dm.id, {"content": "an answer in that DM"})
         control = fake.chat.post_user_message(fake.world.open_dm(ids.bob).id, ids.bob, "bob writes too")
@@ -67,5 +63,3 @@ async def test_an_opted_out_person_who_writes_a_dm_gets_no_chat_row(
         async with sessions() as s:
             rows = (await s.execute(select(Chat.discord_id, Chat.recipient_id).where(Chat.kind == "dm"))).all()
         assert [tuple(r) for r in rows] == [(fake.world.open_dm(ids.bob).id, ids.bob)]
-    finally:
-        await bot.stop()

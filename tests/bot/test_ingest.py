@@ -9,7 +9,6 @@ from typing import Any
 
 import discord
 import pytest
-import simcord
 from simcord.builders import ChannelHandle
 from simcord.enums import MessageType as SimMessageType
 from sqlalchemy import func, select
@@ -22,7 +21,8 @@ from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
 from memory.models import Chat, Message, TreeNode
 from memory.tree import covering
-from tests.bot.conftest import ingest_of, make_bot_settings
+from tests.bot.conftest import Room, ingest_of, make_bot_settings
+from tests.bot.world import TINY_MEMORY
 from tests.fakes.anthropic_api import FakeAnthropic
 
 
@@ -39,14 +39,13 @@ async def chat_of(engine: MemoryEngine, channel: ChannelHandle) -> int:
 
 
 async def test_three_people_two_channels_are_logged_in_order_once_per_channel(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general, random = guild.create_text_channel("general"), guild.create_text_channel("random")
+    env, guild, general = room
+    random = guild.create_text_channel("random")
     alice = guild.add_member(env.create_user("alice", global_name="Alice A."), nick="ali")
-    bob = guild.add_member(env.create_user("bob", global_name="Bobby"))
-    cara = guild.add_member(env.create_user("cara"))
+    bob = room.member("bob", global_name="Bobby")
+    cara = room.member("cara")
     script = [
         (alice, general, "morning all"),
         (bob, random, "anyone seen my keys"),
@@ -83,13 +82,10 @@ async def test_three_people_two_channels_are_logged_in_order_once_per_channel(
 
 
 async def test_what_the_memory_sees_of_a_message(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
-    other_bot = guild.add_member(env.create_user("otherbot", bot=True))
+    env, guild, general = room
+    alice, other_bot = room.member("alice"), room.member("otherbot", bot=True)
     first = await alice.send(general, "look at this", attachments=[("map.png", b"\x89PNG")])
     await alice.send(general, "and this", reply_to=first)
     await other_bot.send(general, "beep, I am another bot")  # IGNORE_BOTS: not logged
@@ -112,11 +108,9 @@ async def test_what_the_memory_sees_of_a_message(
 
 
 async def test_direct_messages_are_their_own_memory(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
+    env, guild, general = room
     dan = env.create_user("dan")
     guild.add_member(dan)
     await dan.send_dm("just between us")
@@ -128,13 +122,10 @@ async def test_direct_messages_are_their_own_memory(
 
 
 async def test_opted_out_people_and_paused_channels_are_not_logged(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
+    env, guild, general = room
+    alice, bob = room.people("alice", "bob")
     engine, ingest = services.engine, ingest_of(env.bot)  # type: ignore[arg-type]
     await alice.send(general, "one")
     await engine.opt_out(guild.id, bob.id)
@@ -155,16 +146,7 @@ async def test_opted_out_people_and_paused_channels_are_not_logged(
 @pytest.fixture
 def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
     # Small sizes, so that a few messages build summary lines (docs/design.md section 7).
-    return make_bot_settings(
-        fake_anthropic,
-        node_bytes=64,
-        tail_start=300,
-        tail_keep=60,
-        tail_force=600,
-        view_high=500,
-        view_low=250,
-        quiet=0.0,
-    )
+    return make_bot_settings(fake_anthropic, **TINY_MEMORY)
 
 
 async def covering_nodes(sessions: async_sessionmaker[AsyncSession], chat_id: int, idx: int) -> int:
@@ -175,13 +157,10 @@ async def covering_nodes(sessions: async_sessionmaker[AsyncSession], chat_id: in
 
 
 async def test_edit_delete_and_bulk_delete_reach_the_memory(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
+    env, _, general = room
+    alice, bob = room.people("alice", "bob")
     sent = []
     for k in range(24):
         actor = alice if k % 2 == 0 else bob
@@ -208,12 +187,11 @@ async def test_edit_delete_and_bulk_delete_reach_the_memory(
 
 
 async def test_gone_channels_threads_and_guilds_take_their_memory(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general, random = guild.create_text_channel("general"), guild.create_text_channel("random")
-    alice = guild.add_member(env.create_user("alice"))
+    env, guild, general = room
+    random = guild.create_text_channel("random")
+    alice = room.member("alice")
     thread = ChannelHandle(env, guild, env.backend.create_thread(general.id, "plans", alice.id))
     for channel in (general, random, thread):
         await alice.send(channel, f"hello {channel.name}")
@@ -240,12 +218,10 @@ async def test_gone_channels_threads_and_guilds_take_their_memory(
 
 
 async def test_one_scheduler_step_compacts_what_ingest_logged(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
+    general = room.general
+    alice = room.member("alice")
     for k in range(24):
         await alice.send(general, f"message number {k} about the boat trip and the snacks")
     scheduler = services.scheduler

@@ -8,7 +8,6 @@ from typing import Any
 
 import discord
 import pytest
-import simcord
 from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -16,7 +15,7 @@ import bot.ingest
 from bot.ingest import Ingest
 from bot.services import Services
 from memory.models import Chat, Message
-from tests.bot.conftest import ingest_of
+from tests.bot.conftest import Room, ingest_of
 
 Sessions = async_sessionmaker[AsyncSession]
 
@@ -36,12 +35,10 @@ def gate(ingest: Ingest, is_open: bool) -> None:
 
 
 async def test_a_waiting_queue_is_one_transaction_in_order_once(
-    simcord_env: simcord.Env, services: Services, sessions: Sessions
+    room: Room, services: Services, sessions: Sessions
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice, bob = guild.add_member(env.create_user("alice")), guild.add_member(env.create_user("bob"))
+    env, _, general = room
+    alice, bob = room.people("alice", "bob")
     ingest = ingest_of(env.bot)  # type: ignore[arg-type]
     first = await alice.send(general, "first, alone")
     assert await ingest.flush(timeout=5)
@@ -86,13 +83,11 @@ async def test_a_waiting_queue_is_one_transaction_in_order_once(
 
 
 async def test_a_connection_lost_mid_batch_writes_every_message_once(
-    simcord_env: simcord.Env, services: Services, sessions: Sessions, monkeypatch: pytest.MonkeyPatch
+    room: Room, services: Services, sessions: Sessions, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(bot.ingest, "MAX_BATCH", 8)  # 25 messages: batches of 8, 8, 8, 1
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
+    env, _, general = room
+    alice = room.member("alice")
     ingest = ingest_of(env.bot)  # type: ignore[arg-type]
     waits: list[float] = []
     while_down: list[discord.Message] = []

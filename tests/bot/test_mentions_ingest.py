@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.forget import forget_person
 from bot.services import Services
 from memory.models import Message
-from tests.bot.conftest import ingest_of
+from tests.bot.conftest import Room, ingest_of
 from tests.bot.test_backfill import DiscordHistory, history  # noqa: F401  (the fixture)
 
 
@@ -33,16 +33,15 @@ async def flushed(env: simcord.Env) -> None:
 
 
 async def test_live_and_edited_messages_store_names(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general, plans = guild.create_text_channel("general"), guild.create_text_channel("plans")
+    env, guild, general = room
+    plans = guild.create_text_channel("plans")
     mods = guild.create_role("Moderators", mentionable=True)
     # (SimCord sends mentioned users without their member object, so a nickname is not seen
     # here; tests/bot/test_whole_process.py covers nicknames with Discord's full payload.)
-    alice = guild.add_member(env.create_user("alice", global_name="Ali"))
-    bob = guild.add_member(env.create_user("bob", global_name="Bobby"))
+    alice = room.member("alice", global_name="Ali")
+    bob = room.member("bob", global_name="Bobby")
     sent = await alice.send(
         general, f"<@{bob.id}> see <#{plans.id}>, ask <@&{mods.id}> <:partyblob:123456789012345678>"
     )
@@ -59,13 +58,10 @@ async def test_live_and_edited_messages_store_names(
 
 
 async def test_an_opted_out_person_is_never_named_in_a_new_line(
-    simcord_env: simcord.Env, services: Services, sessions: async_sessionmaker[AsyncSession]
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
-    alice = guild.add_member(env.create_user("alice"))
-    zed = guild.add_member(env.create_user("zed", global_name="Zed Zebra"))
+    env, guild, general = room
+    alice, zed = room.member("alice"), room.member("zed", global_name="Zed Zebra")
     before = await alice.send(general, f"did <@{zed.id}> pay you back?")
     await zed.send(general, "I did")
     await flushed(env)
@@ -87,20 +83,17 @@ async def test_an_opted_out_person_is_never_named_in_a_new_line(
 
 
 async def test_backfilled_messages_and_cache_misses(
-    simcord_env: simcord.Env,
+    room: Room,
     services: Services,
     sessions: async_sessionmaker[AsyncSession],
     history: DiscordHistory,  # noqa: F811
 ) -> None:
-    env = simcord_env
-    guild = env.create_guild()
-    general = guild.create_text_channel("general")
+    env, guild, general = room
     hidden = guild.create_text_channel(
         "mods-only", overwrites={guild.default_role: discord.PermissionOverwrite(view_channel=False)}
     )
     crew = guild.create_role("Crew", mentionable=True)
-    alice = guild.add_member(env.create_user("alice"))
-    bob = guild.add_member(env.create_user("bob"))
+    alice, bob = room.people("alice", "bob")
     await alice.send(general, "before")
     await flushed(env)
     bot: Any = env.bot

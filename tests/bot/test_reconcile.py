@@ -15,7 +15,7 @@ from bot.services import Services
 from bot.status import memory_status
 from memory.log import ChatKey, NewMessage
 from memory.models import Message, OptOut, ReconcileCursor
-from tests.bot.reconcile_world import chats_of_guild, eventually, fake, row_of, start_bot
+from tests.bot.reconcile_world import chats_of_guild, eventually, fake, first_run, row_of, running, start_bot
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_model import READ_MESSAGE_HISTORY
 
@@ -39,8 +39,7 @@ async def test_a_delete_and_an_edit_made_while_stopped_are_reconciled_at_the_nex
     fake.chat.edit_user_message(int(edit["id"]), "alice fixed it while eva was away")
     missed = fake.chat.post_user_message(ids.general, ids.bob, "new while away")
 
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
         erased = await row_of(sessions, gone["id"])
         assert erased is not None and erased.erased_at is not None
         assert erased.text is None and erased.author_id is None and erased.author_name is None
@@ -54,8 +53,6 @@ async def test_a_delete_and_an_edit_made_while_stopped_are_reconciled_at_the_nex
         assert info is not None
         status = await memory_status(services, info.id, "#general")
         assert "Reconciled with Discord: recent messages 20" in status  # a date, not "never"
-    finally:
-        await bot.stop()
 
 
 async def seed_old_history(
@@ -105,8 +102,7 @@ async def test_the_background_walk_finds_an_old_deletion_and_resumes_after_a_res
     fake.chat.edit_user_message(int(edited["id"]), "rewritten ten days later")
     services.settings.reconcile_period = 0.0  # every page due at once (the pace is tested pure)
 
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
         row = await row_of(sessions, early["id"])
         assert row is not None and row.text == "old note 5", "the reconnect window covers one day only"
         assert await bot.reconciler.step() == 1  # page one: messages 0-99 of Discord's history
@@ -115,12 +111,9 @@ async def test_the_background_walk_finds_an_old_deletion_and_resumes_after_a_res
         assert row is not None and row.erased_at is not None and row.text is None
         row = await row_of(sessions, late["id"])
         assert row is not None and row.text == "old note 180"  # not reached yet
-    finally:
-        await bot.stop()
 
     fake.request_log.clear()
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
         assert await bot.reconciler.step() == 1
         await bot.settled()
         # Resumed where the first run stopped: after the 100th message on Discord, not at 0.
@@ -148,8 +141,6 @@ async def test_the_background_walk_finds_an_old_deletion_and_resumes_after_a_res
         assert history_requests(fake, ids.general) == []
         status = await memory_status(services, chat_id, "#general")
         assert "whole history 20" in status
-    finally:
-        await bot.stop()
 
 
 async def test_a_guild_that_removed_the_bot_while_away_is_forgotten_and_opt_outs_survive(
@@ -163,8 +154,7 @@ async def test_a_guild_that_removed_the_bot_while_away_is_forgotten_and_opt_outs
     await bot.stop()
 
     fake.world.kick_bot(ids.guild)  # GUILD_DELETE reaches nobody
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
         assert bot.bot.get_guild(ids.guild) is None
         assert await chats_of_guild(sessions, ids.guild) == []
         assert await row_of(sessions, said["id"]) is None
@@ -182,8 +172,6 @@ async def test_a_guild_that_removed_the_bot_while_away_is_forgotten_and_opt_outs
         async with sessions() as s:
             authors = (await s.scalars(select(Message.author_id))).all()
         assert ids.alice not in authors
-    finally:
-        await bot.stop()
 
 
 async def _guild_back(client: object, guild_id: int) -> bool:
@@ -195,15 +183,12 @@ async def test_a_guild_in_an_outage_at_ready_is_kept_and_reconciled_when_it_is_b
     fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     ids = fake.ids
-    bot = await start_bot(services)
-    said = fake.chat.post_user_message(ids.general, ids.bob, "said before the outage")
-    doomed = fake.chat.post_user_message(ids.general, ids.alice, "deleted during the outage")
-    await eventually(lambda: row_of(sessions, doomed["id"]))
-    await bot.stop()
+    said, doomed = await first_run(
+        fake, services, sessions, (ids.bob, "said before the outage"), (ids.alice, "deleted during the outage")
+    )
 
     fake.world.start_outage(ids.guild)
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
         guild = bot.bot.get_guild(ids.guild)
         assert guild is not None and guild.unavailable  # listed in READY, no GUILD_CREATE
         assert len(await chats_of_guild(sessions, ids.guild)) == 1
@@ -219,28 +204,20 @@ async def test_a_guild_in_an_outage_at_ready_is_kept_and_reconciled_when_it_is_b
             return row is not None and row.erased_at is not None
 
         await eventually(erased)
-    finally:
-        await bot.stop()
 
 
 async def test_a_channel_whose_history_the_bot_cannot_read_is_not_taken_for_empty(
     fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     ids = fake.ids
-    bot = await start_bot(services)
-    said = fake.chat.post_user_message(ids.general, ids.bob, "still here, only unreadable")
-    await eventually(lambda: row_of(sessions, said["id"]))
-    await bot.stop()
+    (said,) = await first_run(fake, services, sessions, (ids.bob, "still here, only unreadable"))
     # Read Message History taken away: Discord then answers history with [] (no error).
     deny = {"id": str(ids.guild), "type": 0, "allow": "0", "deny": str(READ_MESSAGE_HISTORY)}
     fake.world.channels[ids.general].permission_overwrites = [deny]
 
-    bot = await start_bot(services)
-    try:
+    async with running(services):
         row = await row_of(sessions, said["id"])
         assert row is not None and row.erased_at is None and row.text == "still here, only unreadable"
-    finally:
-        await bot.stop()
 
 
 async def test_a_live_edit_during_a_page_wins_over_the_page(
@@ -266,8 +243,7 @@ async def test_a_live_edit_during_a_page_wins_over_the_page(
         return page
 
     monkeypatch.setattr(fake.chat, "bot_history", page_then_live_edit)
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
 
         async def third() -> bool:
             row = await row_of(sessions, said["id"])
@@ -277,8 +253,6 @@ async def test_a_live_edit_during_a_page_wins_over_the_page(
         await bot.settled()
         row = await row_of(sessions, said["id"])
         assert row is not None and row.text == "third version"  # the live edit came last
-    finally:
-        await bot.stop()
 
 
 async def test_a_message_whose_mentions_are_logged_as_names_is_not_taken_for_an_edit(
@@ -293,8 +267,7 @@ async def test_a_message_whose_mentions_are_logged_as_names_is_not_taken_for_an_
     assert logged.text is not None and "<@" not in logged.text and "@bob" in logged.text.lower()
     await bot.stop()
 
-    bot = await start_bot(services)
-    try:
+    async with running(services) as bot:
         info = await services.engine.chat_by_discord_id(ids.general)
         assert info is not None
 
@@ -307,5 +280,3 @@ async def test_a_message_whose_mentions_are_logged_as_names_is_not_taken_for_an_
         assert after is not None
         assert (after.text, after.edited_at) == (logged.text, None)
         assert list(after.mention_ids or []) == [ids.bob]
-    finally:
-        await bot.stop()

@@ -19,7 +19,12 @@ from bot.cli import build_parser
 from bot.client import EvaBot
 from bot.services import Services
 from bot.settings import Settings
-from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
+from tests.fakes.discord_api import (
+    FakeDiscord,
+    discord_endpoints_kept,
+    point_discord_at,
+    restore_discord_endpoints,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {"zoom", "recall", "forget-me", "remember-me", "memory", "settings"}
@@ -29,10 +34,9 @@ TIMEOUT_S = 10.0
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
-    original = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
-    async with FakeDiscord() as d:
-        yield d
-    assert original == (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+    with discord_endpoints_kept():
+        async with FakeDiscord() as d:
+            yield d
 
 
 def fake_settings(fake: FakeDiscord) -> Settings:

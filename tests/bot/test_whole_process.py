@@ -7,139 +7,43 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
-import sys
-import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.config import MemoryConfig
-from memory.database import make_engine, make_sessions
-from memory.embedded import asyncpg_url
 from memory.engine import MemoryEngine
 from memory.log import ChatKey, NewMessage
 from memory.models import Message
+from tests.bot.world import TINY_MEMORY
+from tests.eva_process import (
+    REPO,
+    EvaProcess,
+    ProcessWorld,
+    embedded_database,
+    endpoints,
+    eventually,
+    logged_message,
+    postmaster_pid,
+    start_eva,
+)
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
 
-REPO = Path(__file__).resolve().parents[2]
-READY_SECONDS = 30.0  # first start with the embedded database: initdb + migrations, ~5 s here
-T = TypeVar("T")
-
-
-class EvaProcess:
-    """`python -m bot.cli run` (or another command), its JSON log lines collected as they come."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.events: list[dict[str, Any]] = []
-        self.raw: list[str] = []
-        self._reader = asyncio.create_task(self._read())
-
-    async def _read(self) -> None:
-        assert self.proc.stderr is not None
-        async for line in self.proc.stderr:
-            text = line.decode(errors="replace").rstrip()
-            self.raw.append(text)
-            with contextlib.suppress(ValueError):
-                self.events.append(json.loads(text))
-
-    async def wait_for(self, event: str, within: float = READY_SECONDS) -> dict[str, Any]:
-        async with asyncio.timeout(within):
-            while True:
-                for entry in self.events:
-                    if entry.get("event") == event:
-                        return entry
-                if self.proc.returncode is not None:
-                    last_lines = "\n".join(self.raw[-30:])
-                    raise AssertionError(f"eva exited ({self.proc.returncode}):\n{last_lines}")
-                await asyncio.sleep(0.05)
-
-    async def terminate(self, within: float = 20.0) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(within):
-            code = await self.proc.wait()
-            await self._reader
-        return code
-
-    def kill(self) -> None:
-        if self.proc.returncode is None:
-            self.proc.kill()
-
-
-async def start_eva(cwd: Path, environment: dict[str, str], command: str = "run") -> EvaProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "DISCORD_", "ANTHROPIC_"))}
-    env.update(environment, LOG_FORMAT="json", LOG_LEVEL="INFO", PYTHONPATH=str(REPO))
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", command, cwd=cwd, env=env, stderr=asyncio.subprocess.PIPE
-    )
-    return EvaProcess(proc)
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], within: float = 10.0) -> T:
-    async with asyncio.timeout(within):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
-
-
-async def logged_message(sessions: async_sessionmaker[AsyncSession], snowflake: int) -> Message | None:
-    async with sessions() as s:
-        return await s.scalar(select(Message).where(Message.snowflake == snowflake))
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    """The process's working folder (and DATA_DIR under it). Not pytest's tmp_path: pytest
-    runs in other processes prune those folders, embedded database included."""
-    folder = Path(tempfile.mkdtemp(prefix="eva-test-process-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-async def fakes() -> AsyncIterator[tuple[FakeDiscord, FakeAnthropic]]:
-    async with FakeDiscord() as discord_fake, FakeAnthropic() as anthropic_fake:
-        yield discord_fake, anthropic_fake
-
-
-def endpoints(discord_fake: FakeDiscord, anthropic_fake: FakeAnthropic, data_dir: Path) -> dict[str, str]:
-    return {
-        "DISCORD_TOKEN": "fake-token",
-        "DISCORD_API_BASE": discord_fake.api_base,
-        "DISCORD_GATEWAY_URL": discord_fake.gateway_url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": anthropic_fake.base_url,
-        "DATA_DIR": str(data_dir),
-        "DEBOUNCE_SECONDS": "0.1",
-    }
-
 
 async def test_eva_run_logs_answers_and_erases(
-    fakes: tuple[FakeDiscord, FakeAnthropic],
-    database_url: str,
-    sessions: async_sessionmaker[AsyncSession],
-    workdir: Path,
+    processes: ProcessWorld, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    discord_fake, anthropic_fake = fakes
-    ids = discord_fake.ids
-    environment = endpoints(discord_fake, anthropic_fake, workdir / "data")
-    eva = await start_eva(workdir, {**environment, "DATABASE_URL": database_url})
+    discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
+    eva = await processes.run()
     try:
-        ready = await eva.wait_for("bot.ready")
+        ready = await eva.wait_for("bot.ready")  # the event run() waited for
         assert ready["user_id"] == ids.bot and ready["guilds"] == 1
 
         hello = discord_fake.chat.post_user_message(ids.general, ids.alice, "hello from alice")
@@ -178,13 +82,6 @@ async def test_eva_run_logs_answers_and_erases(
         eva.kill()
 
 
-def postmaster_pid(pgdata: Path) -> int | None:
-    try:
-        return int((pgdata / "postmaster.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 async def test_eva_run_starts_cleanly_after_kill_9(
     fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path
 ) -> None:
@@ -195,8 +92,7 @@ async def test_eva_run_starts_cleanly_after_kill_9(
     pgdata = (data_dir / "pg").resolve()
     first = await start_eva(workdir, environment)
     second: EvaProcess | None = None
-    engine = make_engine(asyncpg_url(f"postgresql://postgres@/postgres?host={pgdata}", "eva"))
-    sessions = make_sessions(engine)
+    engine, sessions = embedded_database(pgdata)
     try:
         await first.wait_for("bot.ready")
         before = discord_fake.chat.post_user_message(ids.general, ids.alice, "logged before the crash")
@@ -238,10 +134,7 @@ async def test_eva_worker_compacts_what_another_process_logged(
     workdir: Path,
 ) -> None:
     _, anthropic_fake = fakes
-    small = {  # sizes at which 30 short messages make a batch of summary lines
-        "NODE_BYTES": "64", "TAIL_START": "300", "TAIL_KEEP": "60", "TAIL_FORCE": "600",
-        "VIEW_HIGH": "500", "VIEW_LOW": "250", "QUIET": "0",
-    }  # fmt: skip
+    small = {name.upper(): str(value) for name, value in TINY_MEMORY.items()}  # 30 messages: summary lines
     engine = MemoryEngine(sessions, MemoryConfig())
     chat_id = await engine.ensure_chat(ChatKey("text", "general", discord_id=42, guild_id=7))
     start = datetime(2026, 5, 1, tzinfo=UTC)
@@ -272,19 +165,13 @@ async def test_eva_worker_compacts_what_another_process_logged(
 
 
 async def test_eva_run_reconciles_a_delete_and_an_edit_made_while_the_gateway_was_down(
-    fakes: tuple[FakeDiscord, FakeAnthropic],
-    database_url: str,
-    sessions: async_sessionmaker[AsyncSession],
-    workdir: Path,
+    processes: ProcessWorld, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     """Issue acceptance: a message deleted and one edited while the bot is offline (their
     events lost) are erased / updated within a minute of the bot reconnecting."""
-    discord_fake, anthropic_fake = fakes
-    ids = discord_fake.ids
-    environment = endpoints(discord_fake, anthropic_fake, workdir / "data")
-    eva = await start_eva(workdir, {**environment, "DATABASE_URL": database_url})
+    discord_fake, ids = processes.discord, processes.discord.ids
+    eva = await processes.run()
     try:
-        await eva.wait_for("bot.ready")
         doomed = discord_fake.chat.post_user_message(ids.general, ids.bob, "bob takes this back later")
         fixed = discord_fake.chat.post_user_message(ids.general, ids.alice, "alice made a typo hree")
         await eventually(lambda: logged_message(sessions, int(fixed["id"])))

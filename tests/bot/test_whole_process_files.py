@@ -5,38 +5,22 @@ the database keeps only the file's name."""
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tests.bot.test_whole_process import (  # noqa: F401 (fixtures)
-    endpoints,
-    eventually,
-    fakes,
-    logged_message,
-    start_eva,
-    workdir,
-)
-from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.discord_api import FakeDiscord
+from tests.eva_process import ProcessWorld, eventually, logged_message
 from tests.fakes.discord_world import UploadedFile
 
 PHOTO = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40  # a PNG signature and 10 KB after it
 
 
 async def test_eva_run_sends_an_attached_image_as_one_image_block(
-    fakes: tuple[FakeDiscord, FakeAnthropic],  # noqa: F811
-    database_url: str,
-    sessions: async_sessionmaker[AsyncSession],
-    workdir: Path,  # noqa: F811
+    processes: ProcessWorld, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    discord_fake, anthropic_fake = fakes
-    ids = discord_fake.ids
-    environment = endpoints(discord_fake, anthropic_fake, workdir / "data")
-    eva = await start_eva(workdir, {**environment, "DATABASE_URL": database_url})
+    discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
+    eva = await processes.run()
     try:
-        await eva.wait_for("bot.ready")
         asked = discord_fake.chat.post_user_message(
             ids.general,
             ids.alice,

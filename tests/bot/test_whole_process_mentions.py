@@ -6,39 +6,23 @@ with mentions reaches the reply model, and the database, with names and no ids."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.models import Message
-from tests.bot.test_whole_process import (  # noqa: F401  (fakes and workdir are fixtures)
-    endpoints,
-    eventually,
-    fakes,
-    logged_message,
-    start_eva,
-    workdir,
-)
-from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.discord_api import FakeDiscord
+from tests.eva_process import ProcessWorld, eventually, logged_message
 
 
 async def test_a_question_with_mentions_reaches_the_model_and_the_log_as_names(
-    fakes: tuple[FakeDiscord, FakeAnthropic],  # noqa: F811
-    database_url: str,
-    sessions: async_sessionmaker[AsyncSession],
-    workdir: Path,  # noqa: F811
+    processes: ProcessWorld, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    discord_fake, anthropic_fake = fakes
-    ids = discord_fake.ids
+    discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
     guild = discord_fake.world.guilds[ids.guild]
     guild.members[ids.bob].nick = "Bobby"  # a nickname: what the guild shows for bob
-    environment = endpoints(discord_fake, anthropic_fake, workdir / "data")
-    eva = await start_eva(workdir, {**environment, "DATABASE_URL": database_url})
+    eva = await processes.run()
     try:
-        await eva.wait_for("bot.ready")
         question = f"<@{ids.bot}> what did <@{ids.alice}> say in <#{ids.general}>?"
         asked = discord_fake.chat.post_user_message(ids.general, ids.bob, question)
         edited_by_hand = discord_fake.chat.post_user_message(

@@ -5,21 +5,11 @@ every message is still logged."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tests.bot.test_whole_process import (  # noqa: F401  (fixtures used by name)
-    EvaProcess,
-    endpoints,
-    eventually,
-    fakes,
-    logged_message,
-    start_eva,
-    workdir,
-)
-from tests.fakes.anthropic_api import FakeAnthropic
+from tests.eva_process import EvaProcess, ProcessWorld, eventually, logged_message
 from tests.fakes.discord_api import FakeDiscord
 
 DISCORD_ANSWER_WINDOW = 3.0  # seconds Discord gives an interaction before it is "Unknown interaction"
@@ -45,23 +35,13 @@ def bot_messages(discord_fake: FakeDiscord, channel_id: int) -> list[dict[str, A
 
 
 async def test_settings_limit_replies_in_the_real_process(
-    fakes: tuple[FakeDiscord, FakeAnthropic],  # noqa: F811
-    database_url: str,
-    sessions: async_sessionmaker[AsyncSession],
-    workdir: Path,  # noqa: F811
+    processes: ProcessWorld, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    discord_fake, anthropic_fake = fakes
-    ids = discord_fake.ids
-    environment = {
-        **endpoints(discord_fake, anthropic_fake, workdir / "data"),
-        "DATABASE_URL": database_url,
-        "USER_COOLDOWN_SECONDS": "0",
-    }
-    sync = await start_eva(workdir, environment, "sync-commands")
+    discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
+    sync = await processes.start("sync-commands", USER_COOLDOWN_SECONDS="0")
     assert await asyncio.wait_for(sync.proc.wait(), 60) == 0
-    eva: EvaProcess = await start_eva(workdir, environment)
+    eva: EvaProcess = await processes.run(USER_COOLDOWN_SECONDS="0")
     try:
-        await eva.wait_for("bot.ready")
         shown = await slash(discord_fake, ids.admin, ids.general, "settings show")
         assert "Replies: everywhere I can read." in shown and "Who may talk to me: everyone." in shown
 

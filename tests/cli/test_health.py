@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bot.health import Heartbeat, read, verdict, write
-from tests.bot.test_whole_process import endpoints, eventually, postmaster_pid, start_eva
 from tests.cli.support import eva
+from tests.eva_process import endpoints, eventually, postmaster_pid, start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
 
@@ -63,7 +63,7 @@ async def test_eva_health_is_silent_when_healthy_and_one_line_otherwise(tmp_path
 
 @pytest.fixture
 def workdir() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="eva-test-health-"))  # not tmp_path: see test_whole_process
+    folder = Path(tempfile.mkdtemp(prefix="eva-test-health-"))  # not tmp_path: see the workdir fixture in tests/conftest.py
     try:
         yield folder
     finally:

@@ -23,7 +23,7 @@ import contextlib
 import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -204,32 +204,33 @@ class FakeAnthropic:
         )
 
     async def _handle_get_model(self, request: web.Request) -> web.Response:
-        entry = self._begin(request)
-        try:
-            self._check_auth(request)
-            info = self.models.find(request.match_info["model_id"]).info()
-        except InvalidRequest as exc:
-            entry.status = exc.status
-            return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
-        except ModelNotFound as exc:
-            entry.status = 404
-            return _error_response(404, "not_found_error", str(exc), entry.request_id)
-        entry.status = 200
-        return web.json_response(info, headers={"request-id": entry.request_id})
+        def model() -> Any:
+            return self.models.find(request.match_info["model_id"]).info()
+
+        return self._models_answer(request, model, ModelNotFound, 404, "not_found_error")
 
     async def _handle_list_models(self, request: web.Request) -> web.Response:
+        def page() -> Any:
+            return self.models.page(dict(request.query), request.query.getall("lifecycle[]", []))
+
+        return self._models_answer(request, page, BadListQuery, 400, "invalid_request_error")
+
+    def _models_answer(
+        self, request: web.Request, answer: Callable[[], Any], refused: type[Exception], status: int, kind: str
+    ) -> web.Response:
+        """The Models API's answer: 401 without a good key, ``status`` when ``answer`` raises ``refused``."""
         entry = self._begin(request)
         try:
             self._check_auth(request)
-            page = self.models.page(dict(request.query), request.query.getall("lifecycle[]", []))
+            body = answer()
         except InvalidRequest as exc:
             entry.status = exc.status
             return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
-        except BadListQuery as exc:
-            entry.status = 400
-            return _error_response(400, "invalid_request_error", str(exc), entry.request_id)
+        except refused as exc:
+            entry.status = status
+            return _error_response(status, kind, str(exc), entry.request_id)
         entry.status = 200
-        return web.json_response(page, headers={"request-id": entry.request_id})
+        return web.json_response(body, headers={"request-id": entry.request_id})
 
     async def _handle_messages(self, request: web.Request) -> web.StreamResponse:
         entry = self._begin(request)

@@ -32,6 +32,7 @@ import contextlib
 import json
 import signal
 import sys
+from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
 
 import yarl
@@ -46,7 +47,7 @@ from tests.fakes.discord_model import Json
 from tests.fakes.discord_rest import API_PREFIX, RestApi, make_api_middleware
 from tests.fakes.discord_world import DefaultIds, FakeWorld
 
-__all__ = ["FakeDiscord", "point_discord_at", "restore_discord_endpoints"]
+__all__ = ["FakeDiscord", "discord_endpoints_kept", "discord_on_fake", "point_discord_at", "restore_discord_endpoints"]
 
 
 def point_discord_at(api_base: str, gateway_url: str) -> tuple[str, yarl.URL]:
@@ -65,6 +66,31 @@ def restore_discord_endpoints(previous: tuple[str, yarl.URL]) -> None:
     import discord.http
 
     discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = previous
+
+
+@contextlib.contextmanager
+def discord_endpoints_kept() -> Iterator[None]:
+    """Asserts on the way out that discord.py's REST base and gateway are what they were."""
+    import discord.gateway
+    import discord.http
+
+    def endpoints() -> tuple[str, yarl.URL]:
+        return discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+
+    before = endpoints()
+    yield
+    assert endpoints() == before, "discord.py is still pointed elsewhere"
+
+
+@contextlib.asynccontextmanager
+async def discord_on_fake() -> AsyncIterator[FakeDiscord]:
+    """A FakeDiscord serving, with discord.py pointed at it until the block ends."""
+    async with FakeDiscord() as fake:
+        previous = point_discord_at(fake.api_base, fake.gateway_url)
+        try:
+            yield fake
+        finally:
+            restore_discord_endpoints(previous)
 
 
 class FakeDiscord:

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.discord_gateway import CLOSE_RESUMABLE, FakeGateway
-from tests.fakes.discord_interactions import InteractionDesk
-from tests.fakes.discord_messages import MessageDesk
+from tests.fakes.discord_gateway import CLOSE_RESUMABLE
 from tests.fakes.discord_model import Json
-from tests.fakes.discord_rest import Handler, json_reply, no_content
-from tests.fakes.discord_world import DiscordError, FakeWorld, UploadedFile
+from tests.fakes.discord_rest import FakeParts, Handler, json_reply, no_content
+from tests.fakes.discord_world import DiscordError, UploadedFile
 
 CONTROL_PREFIX = "/_fake"
 
@@ -49,50 +48,51 @@ def _uploads(items: list[Json]) -> list[UploadedFile]:
     return files
 
 
-class ControlApi:
-    def __init__(
-        self, world: FakeWorld, chat: MessageDesk, interactions: InteractionDesk, gateway: FakeGateway
-    ) -> None:
-        self.world = world
-        self.chat = chat
-        self.interactions = interactions
-        self.gateway = gateway
-
+class ControlApi(FakeParts):
     def routes(self) -> list[web.RouteDef]:
-        c = CONTROL_PREFIX
-        return [
-            web.get(f"{c}/state", self.state),
-            web.post(f"{c}/users", self.add_user),
-            web.post(f"{c}/guilds", self.add_guild),
-            web.delete(f"{c}/guilds/{{guild_id}}", self.remove_guild),
-            web.post(f"{c}/members", self.add_member),
-            web.post(f"{c}/channels", self.add_channel),
-            web.delete(f"{c}/channels/{{channel_id}}", self.delete_channel),
-            web.post(f"{c}/dms", self.open_dm),
-            web.get(f"{c}/channels/{{channel_id}}/messages", self.channel_messages),
-            web.post(f"{c}/messages", self.post_message),
-            web.get(f"{c}/messages/{{message_id}}", self.get_message),
-            web.patch(f"{c}/messages/{{message_id}}", self.edit_message),
-            web.delete(f"{c}/messages/{{message_id}}", self.delete_message),
-            web.post(f"{c}/bulk-delete", self.bulk_delete),
-            web.post(f"{c}/interactions/command", self.command),
-            web.post(f"{c}/interactions/click", self.click),
-            web.get(f"{c}/interactions", self.interaction_log),
-            web.get(f"{c}/interactions/{{interaction_id}}", self.interaction_responses),
-            web.get(f"{c}/commands", self.commands),
-            web.get(f"{c}/requests", self.requests),
-            web.delete(f"{c}/requests", self.clear_requests),
-            web.get(f"{c}/gateway", self.sessions),
-            web.post(f"{c}/gateway/drop", self.drop),
-            web.post(f"{c}/gateway/reconnect", self.reconnect),
-            web.post(f"{c}/gateway/invalidate", self.invalidate),
-            web.post(f"{c}/gateway/down", self.go_down),
-            web.post(f"{c}/gateway/up", self.come_back),
-            web.post(f"{c}/guilds/{{guild_id}}/kick", self.kick_bot),
-            web.post(f"{c}/guilds/{{guild_id}}/invite", self.invite_bot),
-            web.post(f"{c}/guilds/{{guild_id}}/outage", self.start_outage),
-            web.delete(f"{c}/guilds/{{guild_id}}/outage", self.end_outage),
+        table: list[tuple[str, str, Handler]] = [
+            ("GET", "/state", self.state),
+            ("POST", "/users", self.add_user),
+            ("POST", "/guilds", self.add_guild),
+            ("DELETE", "/guilds/{guild_id}", self.remove_guild),
+            ("POST", "/members", self.add_member),
+            ("POST", "/channels", self.add_channel),
+            ("DELETE", "/channels/{channel_id}", self.delete_channel),
+            ("POST", "/dms", self.open_dm),
+            ("GET", "/channels/{channel_id}/messages", self.channel_messages),
+            ("POST", "/messages", self.post_message),
+            ("GET", "/messages/{message_id}", self.get_message),
+            ("PATCH", "/messages/{message_id}", self.edit_message),
+            ("DELETE", "/messages/{message_id}", self.delete_message),
+            ("POST", "/bulk-delete", self.bulk_delete),
+            ("POST", "/interactions/command", self.command),
+            ("POST", "/interactions/click", self.click),
+            ("GET", "/interactions", self.interaction_log),
+            ("GET", "/interactions/{interaction_id}", self.interaction_responses),
+            ("GET", "/commands", self.commands),
+            ("GET", "/requests", self.requests),
+            ("DELETE", "/requests", self.clear_requests),
+            ("GET", "/gateway", self.sessions),
+            ("POST", "/gateway/drop", self.drop),
+            ("POST", "/gateway/reconnect", self.reconnect),
+            ("POST", "/gateway/invalidate", self.invalidate),
+            ("POST", "/gateway/down", self.go_down),
+            ("POST", "/gateway/up", self.come_back),
+            ("POST", "/guilds/{guild_id}/kick", self.on_guild(self.world.kick_bot)),
+            ("POST", "/guilds/{guild_id}/invite", self.on_guild(self.world.invite_bot)),
+            ("POST", "/guilds/{guild_id}/outage", self.on_guild(self.world.start_outage)),
+            ("DELETE", "/guilds/{guild_id}/outage", self.on_guild(self.world.end_outage)),
         ]
+        return [web.route(method, CONTROL_PREFIX + path, handler) for method, path, handler in table]
+
+    def on_guild(self, action: Callable[[int], None]) -> Handler:
+        """A handler that applies ``action`` to the path's guild, then answers 204."""
+
+        async def handle(request: web.Request) -> web.Response:
+            action(int(request.match_info["guild_id"]))
+            return no_content()
+
+        return handle
 
     @staticmethod
     async def _body(request: web.Request) -> Json:
@@ -270,20 +270,4 @@ class ControlApi:
 
     async def come_back(self, request: web.Request) -> web.Response:
         self.gateway.come_back()
-        return no_content()
-
-    async def kick_bot(self, request: web.Request) -> web.Response:
-        self.world.kick_bot(int(request.match_info["guild_id"]))
-        return no_content()
-
-    async def invite_bot(self, request: web.Request) -> web.Response:
-        self.world.invite_bot(int(request.match_info["guild_id"]))
-        return no_content()
-
-    async def start_outage(self, request: web.Request) -> web.Response:
-        self.world.start_outage(int(request.match_info["guild_id"]))
-        return no_content()
-
-    async def end_outage(self, request: web.Request) -> web.Response:
-        self.world.end_outage(int(request.match_info["guild_id"]))
         return no_content()

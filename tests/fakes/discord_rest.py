@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import BodyPartReader, web
@@ -105,15 +106,22 @@ def make_api_middleware(world: FakeWorld, token: str | None) -> Any:
     return api_middleware
 
 
-class RestApi:
-    def __init__(
-        self, world: FakeWorld, chat: MessageDesk, interactions: InteractionDesk, gateway: FakeGateway
-    ) -> None:
-        self.world = world
-        self.chat = chat
-        self.interactions = interactions
-        self.gateway = gateway
+def asked_for(request: web.Request, flag: str) -> bool:
+    """A boolean query flag as Discord reads it (``?wait=true``, ``?with_response=1``)."""
+    return request.query.get(flag, "").lower() in ("1", "true")
 
+
+@dataclass
+class FakeParts:
+    """What the REST routes and the control routes (discord_control.py) both act on."""
+
+    world: FakeWorld
+    chat: MessageDesk
+    interactions: InteractionDesk
+    gateway: FakeGateway
+
+
+class RestApi(FakeParts):
     def routes(self) -> list[web.RouteDef]:
         p = API_PREFIX
         return [
@@ -299,17 +307,13 @@ class RestApi:
         body, files = await read_payload(request)
         interaction_id = snowflake_param(request, "interaction_id")
         result = self.interactions.callback(interaction_id, request.match_info["token"], body, files)
-        if request.query.get("with_response", "").lower() in ("1", "true"):
-            return json_reply(result)
-        return no_content()
+        return json_reply(result) if asked_for(request, "with_response") else no_content()
 
     async def followup(self, request: web.Request) -> web.Response:
         body, files = await read_payload(request)
         app_id = snowflake_param(request, "app_id")
         message = self.interactions.followup(app_id, request.match_info["token"], body, files)
-        if request.query.get("wait", "").lower() in ("1", "true"):
-            return json_reply(message)
-        return no_content()
+        return json_reply(message) if asked_for(request, "wait") else no_content()
 
     def _webhook_ref(self, request: web.Request) -> tuple[int, str, str]:
         return (

@@ -9,7 +9,6 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ import anthropic
 import pytest
 from anthropic.types import TextBlock, ToolUseBlock
 
-from memory.prompt_cache import ManualClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ToolCall
 
@@ -29,19 +27,6 @@ SEARCH_TOOL: Any = {
     "description": "Search the chat memory.",
     "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
 }
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic(clock=ManualClock()) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(api_key="test", base_url=fake.base_url, max_retries=0, timeout=5)
-    yield sdk
-    await sdk.close()
 
 
 def user(text: str) -> Any:

@@ -6,30 +6,16 @@ at least 1,024 tokens, Haiku 4.5 of at least 4,096 (memory/prompt_cache.py).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
 import pytest
 from anthropic.types import Usage
 
-from memory.prompt_cache import LOOKBACK_BLOCKS, ManualClock
+from memory.prompt_cache import LOOKBACK_BLOCKS
 from tests.fakes.anthropic_api import FakeAnthropic
 
 SONNET = "claude-sonnet-4-6"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic(clock=ManualClock()) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(api_key="test", base_url=fake.base_url, max_retries=0, timeout=5)
-    yield sdk
-    await sdk.close()
 
 
 def padded(tokens: int, tag: str) -> str:

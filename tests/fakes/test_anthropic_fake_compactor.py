@@ -7,13 +7,11 @@ first try is 517..552 bytes, and the retry after "Too long" is within 512.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
-import pytest
 
-from memory.prompt_cache import ManualClock
 from memory.prompts import COMPACT_SYSTEM, context_block, parse_lines, task_block, too_long_block
 from memory.summarizer import CompactTask
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -26,19 +24,6 @@ MESSAGE_TEXT = (
     "Ana, you said you might be late, just text me when you leave work. "
     "Also the hostel wants the deposit by Wednesday, 40 euros each, send it to me."
 )
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic(clock=ManualClock()) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(api_key="test", base_url=fake.base_url, max_retries=0, timeout=5)
-    yield sdk
-    await sdk.close()
 
 
 def nbytes(text: str | None) -> int:

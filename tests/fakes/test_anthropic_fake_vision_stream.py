@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
 import pytest
 
-from memory.prompt_cache import ManualClock
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 
@@ -28,19 +26,6 @@ TOOL: Any = {
     "description": "Search.",
     "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}},
 }
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic(clock=ManualClock()) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(api_key="test", base_url=fake.base_url, max_retries=0, timeout=5)
-    yield sdk
-    await sdk.close()
 
 
 def image(data: bytes, media_type: str = "image/png", encoded: str | None = None) -> dict[str, Any]:

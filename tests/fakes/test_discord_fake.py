@@ -22,7 +22,13 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
+from tests.fakes.discord_api import (
+    FakeDiscord,
+    discord_endpoints_kept,
+    discord_on_fake,
+    point_discord_at,
+    restore_discord_endpoints,
+)
 from tests.fakes.discord_model import MANAGE_MESSAGES
 from tests.fakes.discord_world import DiscordError, UploadedFile
 
@@ -33,14 +39,9 @@ AnyBot = commands.Bot | commands.AutoShardedBot
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
-    original = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
-    async with FakeDiscord() as d:
-        previous = point_discord_at(d.api_base, d.gateway_url)
-        try:
+    with discord_endpoints_kept():
+        async with discord_on_fake() as d:
             yield d
-        finally:
-            restore_discord_endpoints(previous)
-    assert original == (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
 
 
 def make_bot(*, message_content: bool = True, sharded: bool = False) -> AnyBot:
@@ -309,8 +310,7 @@ def add_commands(bot: AnyBot, views: list[ConfirmView]) -> asyncio.Queue[str]:
 
 
 async def test_slash_commands_sync_respond_and_record_ephemeral(fake: FakeDiscord) -> None:
-    bot = make_bot()
-    views: list[ConfirmView] = []
+    bot, views = make_bot(), list[ConfirmView]()
     ran = add_commands(bot, views)
     async with running(bot):
         ids = fake.ids
@@ -368,8 +368,7 @@ async def test_autocomplete_edit_original_and_followup_delete(fake: FakeDiscord)
 
 
 async def test_button_click_goes_through_interaction_check(fake: FakeDiscord) -> None:
-    bot = make_bot()
-    views: list[ConfirmView] = []
+    bot, views = make_bot(), list[ConfirmView]()
     ran = add_commands(bot, views)
     async with running(bot):
         ids = fake.ids

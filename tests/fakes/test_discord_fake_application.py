@@ -10,18 +10,14 @@ from collections.abc import AsyncIterator
 import discord
 import pytest
 
-from tests.fakes.discord_api import FakeDiscord, point_discord_at, restore_discord_endpoints
+from tests.fakes.discord_api import FakeDiscord, discord_on_fake
 from tests.fakes.discord_world import APP_FLAG_MESSAGE_CONTENT_LIMITED
 
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as d:
-        previous = point_discord_at(d.api_base, d.gateway_url)
-        try:
-            yield d
-        finally:
-            restore_discord_endpoints(previous)
+    async with discord_on_fake() as d:
+        yield d
 
 
 def client(message_content: bool) -> discord.Client:

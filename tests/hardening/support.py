@@ -8,11 +8,9 @@ import contextlib
 import io
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -120,16 +118,3 @@ async def until(check: Callable[[], bool], within: float = 10.0) -> None:
             if check():
                 return
             await asyncio.sleep(0.01)
-
-
-async def start_eva(cwd: Path, environment: dict[str, str], command: str = "run") -> Any:
-    """`python -m bot.cli COMMAND` with JSON logs; LOG_LEVEL as ``environment`` says (INFO by
-    default). An EvaProcess of tests/bot/test_whole_process.py: its log lines are collected."""
-    from tests.bot.test_whole_process import REPO, EvaProcess
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "DISCORD_", "ANTHROPIC_"))}
-    env.update({"LOG_FORMAT": "json", "LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO), **environment})
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", command, cwd=cwd, env=env, stderr=asyncio.subprocess.PIPE
-    )
-    return EvaProcess(proc)

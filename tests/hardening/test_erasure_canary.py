@@ -22,29 +22,17 @@ from typing import Any
 
 import discord
 import pytest
-import simcord
 from sqlalchemy import text
 
-from bot.settings import Settings
 from memory.log import ChatKey, NewMessage
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.hardening.support import CapturedLogs, assert_row_consistent, leaked, row_state, table_dump, until
-from tests.hardening.world import EXTENSIONS, World, build_world, catch_up, tiny_settings
+from tests.hardening.world import World, catch_up
 
 CANARY = "zebracanary"
 WHERE = ("general", "thread", "other", "far", "dm")
 Carrier = Callable[[str, str, int], bool]  # (where, author, k) -> the message holds the canary
-
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
 
 
 def keeper(where: str) -> str:
@@ -193,9 +181,8 @@ PATHS = [
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 async def test_every_erasure_path_leaves_no_trace(
-    path: ErasurePath, simcord_env: simcord.Env, fake_anthropic: FakeAnthropic, all_logs: CapturedLogs
+    path: ErasurePath, world: World, all_logs: CapturedLogs
 ) -> None:
-    world = await build_world(simcord_env, fake_anthropic)
     planted = await plant(world, path.carries)
     chats = {where: await world.chat_of(channel) for where, channel in (
         ("general", world.general), ("thread", world.thread), ("other", world.other), ("far", world.far),
@@ -237,19 +224,25 @@ async def test_every_erasure_path_leaves_no_trace(
 # --- a compactor call in flight while the erasure runs ------------------------------------
 
 
-async def test_a_line_in_flight_during_an_erasure_is_thrown_away(
-    services: Any, fake_anthropic: FakeAnthropic, all_logs: CapturedLogs
-) -> None:
+async def twelve_in_general(engine: Any) -> int:
+    """A chat of 12 messages by alice and bob, the odd ones (alice's) carrying the canary."""
     from datetime import UTC, datetime, timedelta
 
-    engine = services.engine
-    chat = await engine.ensure_chat(ChatKey("text", "general", discord_id=555, guild_id=77))
+    chat: int = await engine.ensure_chat(ChatKey("text", "general", discord_id=555, guild_id=77))
     start = datetime(2026, 3, 1, tzinfo=UTC)
     await engine.append_many(chat, [
         NewMessage("alice" if k % 2 else "bob", start + timedelta(minutes=k), body("general", "x", k, k % 2 == 1),
                    author_id=1 if k % 2 else 2, snowflake=100 + k)
         for k in range(12)
     ])  # fmt: skip
+    return chat
+
+
+async def test_a_line_in_flight_during_an_erasure_is_thrown_away(
+    services: Any, fake_anthropic: FakeAnthropic, all_logs: CapturedLogs
+) -> None:
+    engine = services.engine
+    chat = await twelve_in_general(engine)
     fake_anthropic.faults.fail_next(1, Fault("hang", hang_seconds=1.0), match="compact")
     running = asyncio.create_task(engine.compact(chat))
     await until(lambda: any(e.status is None and e.fault == "hang" for e in fake_anthropic.requests("compact")))
@@ -314,16 +307,8 @@ async def row_versions_holding(services: Any, needle: str) -> list[str]:
 async def test_the_tick_after_an_erasure_vacuums_the_old_row_versions_away(
     services: Any, all_logs: CapturedLogs
 ) -> None:
-    from datetime import UTC, datetime, timedelta
-
     engine, scheduler = services.engine, services.scheduler
-    chat = await engine.ensure_chat(ChatKey("text", "general", discord_id=555, guild_id=77))
-    start = datetime(2026, 3, 1, tzinfo=UTC)
-    await engine.append_many(chat, [
-        NewMessage("alice" if k % 2 else "bob", start + timedelta(minutes=k), body("general", "x", k, k % 2 == 1),
-                   author_id=1 if k % 2 else 2, snowflake=100 + k)
-        for k in range(12)
-    ])  # fmt: skip
+    await twelve_in_general(engine)
     await scheduler.step()
     assert not engine.purge_due and not all_logs.named("memory.purged"), "nothing erased, nothing to purge"
     if not await pageinspect_ready(services):

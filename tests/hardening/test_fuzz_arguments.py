@@ -17,12 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.core.tools import TOOL_UNAVAILABLE, ToolContext, ToolResult, run_tool
 from bot.services import Services
-from bot.settings import Settings
 from memory.errors import UserFacingError
 from memory.log import ChatKey, NewMessage
 from memory.models import Chat, Message, OptOut, TreeNode, UsageEntry
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.hardening.world import EXTENSIONS, World, build_world, catch_up, tiny_settings
+from tests.hardening.world import World, build_world, catch_up
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 NASTY = [
@@ -42,11 +41,6 @@ tool_args = st.one_of(
     st.fixed_dictionaries({"query": text}, optional={"author": text, "limit": value}),
     st.sampled_from([None, [], "zoom", 5, [{"id": 1}]]),
 )  # fmt: skip
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
 
 
 async def snapshot(sessions: async_sessionmaker[AsyncSession]) -> tuple[Any, ...]:
@@ -126,11 +120,6 @@ async def test_engine_reads_answer_or_refuse_in_one_sentence(
 
 
 # --- the slash commands in SimCord ----------------------------------------------------------
-
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
 
 
 @pytest.fixture

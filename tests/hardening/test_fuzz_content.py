@@ -15,10 +15,12 @@ from sqlalchemy import select
 
 from bot.cogs.people import zoom_text
 from bot.services import Services
+from bot.settings import Settings
 from memory.log import storable
 from memory.models import Message
 from memory.render import tail_line
-from tests.bot.conftest import ingest_of
+from tests.bot.conftest import ingest_of, make_bot_settings
+from tests.fakes.anthropic_api import FakeAnthropic
 
 EMOJI = "🎾🎉👍🏽👨‍👩‍👧😂❤️🇸🇪🫠"
 MENTIONS = ["<@123456789012345678>", "<@!42>", "<@&456>", "<#789>", "@everyone", "@here", "<:wave:1>", "<a:dance:2>"]
@@ -29,6 +31,18 @@ content = st.one_of(
     st.text(alphabet="\x00\u200b\u200d\u202e\u2028\n\r\t a<>/", min_size=1, max_size=200),
     st.integers(1, 8000).map(lambda n: ("all work and no play " * 400)[:n]),
 )
+
+
+@pytest.fixture
+def eva_extensions() -> tuple[str, ...]:
+    """Ingest alone (this folder's conftest loads all four): no reply to a fuzzed mention."""
+    return ("bot.cogs.ingest",)
+
+
+@pytest.fixture
+def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
+    """Production memory sizes (this folder's conftest has tiny ones)."""
+    return make_bot_settings(fake_anthropic)
 
 
 @pytest.fixture

@@ -12,29 +12,17 @@ import io
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 import simcord
 from simcord.builders import ChannelHandle
 
 from bot.cli_memory import cmd_recall, cmd_view, cmd_zoom
 from bot.settings import Settings
-from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import ScriptedReply, tool_use_block
-from tests.hardening.world import EXTENSIONS, World, build_world, tiny_settings
+from tests.hardening.world import World
 
 WORD = {"general": "aardvarkword", "other": "bisonword", "thread": "camelword", "dm": "dingoword", "far": "emuword"}
 GUILD_CHATS = ("general", "other", "thread", "far")
 Output = Callable[[World, str, Settings], Awaitable[str]]
-
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
 
 
 def channel(w: World, where: str) -> ChannelHandle:
@@ -103,9 +91,9 @@ async def turn(w: World, where: str) -> tuple[str, dict[str, str], str]:
 
 
 async def test_reply_turns_and_their_tools_read_only_their_own_chat(
-    simcord_env: simcord.Env, fake_anthropic: FakeAnthropic
+    world: World
 ) -> None:
-    w = await build_world(simcord_env, fake_anthropic)
+    w = world
     await plant(w)
     for where, word in WORD.items():
         memory, recalls, zoomed = await turn(w, where)
@@ -180,9 +168,9 @@ READS: list[tuple[str, Output, tuple[str, ...]]] = [
 
 
 async def test_commands_and_the_cli_read_only_the_chat_they_name(
-    simcord_env: simcord.Env, fake_anthropic: FakeAnthropic, database_url: str
+    world: World, database_url: str
 ) -> None:
-    w = await build_world(simcord_env, fake_anthropic)
+    w = world
     await plant(w)
     settings = Settings(_env_file=None, database_url=database_url)  # type: ignore[call-arg]
     for label, read, places in READS:

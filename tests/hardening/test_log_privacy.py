@@ -16,33 +16,15 @@ from typing import Any
 import pytest
 import simcord
 
-from bot.settings import Settings
-from memory.database import make_engine, make_sessions
-from memory.embedded import asyncpg_url
-from tests.bot.test_whole_process import (
-    eventually,
-    logged_message,
-    postmaster_pid,
-    workdir,  # noqa: F401  (fixture)
-)
+from tests.eva_process import embedded_database, eventually, logged_message, postmaster_pid, start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ScriptedReply, tool_use_block
 from tests.fakes.discord_api import FakeDiscord
-from tests.hardening.support import CapturedLogs, leaked, start_eva
-from tests.hardening.world import EXTENSIONS, build_world, tiny_settings
+from tests.hardening.support import CapturedLogs, leaked
+from tests.hardening.world import World
 
 # Words that occur only in messages (and in what the model writes from them).
 WORDS = ("quokka", "zeppelin", "marmalade", "tamarind", "gondola", "kumquat", "vermilion", "xylophone")
-
-
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
 
 
 def said(k: int) -> str:
@@ -51,11 +33,11 @@ def said(k: int) -> str:
 
 async def test_a_whole_conversation_logs_no_message_text(
     simcord_env: simcord.Env,
-    fake_anthropic: FakeAnthropic,
+    world: World,
     all_logs: CapturedLogs,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    w = await build_world(simcord_env, fake_anthropic)
+    w = world
     sent = []
     for k in range(10):
         sent.append(await (w.alice if k % 2 else w.bob).send(w.general, said(k)))
@@ -155,15 +137,14 @@ def outside_postgres(data_dir: Path) -> list[Path]:
 
 
 async def test_whole_process_logs_and_data_folder_keep_no_message_text(
-    locked_fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path  # noqa: F811
+    locked_fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path
 ) -> None:
     discord_fake, anthropic_fake = locked_fakes
     ids = discord_fake.ids
     data_dir = workdir / "data"
     pgdata = (data_dir / "pg").resolve()
     eva = await start_eva(workdir, {**secret_environment(discord_fake, anthropic_fake, data_dir), "LOG_LEVEL": "DEBUG"})
-    database = make_engine(asyncpg_url(f"postgresql://postgres@/postgres?host={pgdata}", "eva"))
-    sessions = make_sessions(database)
+    database, sessions = embedded_database(pgdata)
     try:
         await eva.wait_for("bot.ready")
         posted = [

@@ -13,14 +13,11 @@ from typing import Any
 from unittest import mock
 
 import pytest
-import simcord
 
 from bot.log_setup import configure_logging
 from bot.log_tracebacks import exception_chain
-from bot.settings import Settings
-from tests.fakes.anthropic_api import FakeAnthropic
 from tests.hardening.support import CapturedLogs, leaked, production_logs
-from tests.hardening.world import EXTENSIONS, build_world, tiny_settings
+from tests.hardening.world import World
 
 
 def canary() -> str:
@@ -116,23 +113,10 @@ async def test_asyncio_never_retrieved_keeps_only_its_first_line() -> None:
 # --- a failed reply turn ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
-
-
 async def test_a_failed_reply_turn_logs_its_traceback_without_the_message(
-    simcord_env: simcord.Env,
-    fake_anthropic: FakeAnthropic,
-    all_logs: CapturedLogs,
-    monkeypatch: pytest.MonkeyPatch,
+    world: World, all_logs: CapturedLogs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    w = await build_world(simcord_env, fake_anthropic)
+    w = world
     said = canary()
 
     async def view_broke(chat_id: int, *args: Any, **kwargs: Any) -> Any:

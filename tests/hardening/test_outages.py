@@ -28,18 +28,18 @@ from bot.database_runtime import Database
 from bot.limits import CLAUDE_DOWN_NOTE, SOMETHING_BROKE_NOTE
 from memory.clock import SimulatedClock
 from memory.config import MemoryConfig
-from memory.database import make_engine, make_sessions
-from memory.embedded import EmbeddedPostgres, asyncpg_url
+from memory.database import make_sessions
+from memory.embedded import EmbeddedPostgres
 from memory.engine import MemoryEngine
 from memory.log import ChatKey, NewMessage
 from memory.models import Message, TreeNode
 from tests.bot.conftest import declared_retry_wait, ingest_of
 from tests.bot.test_backfill import restartable_database  # noqa: F401  (fixture)
-from tests.bot.test_whole_process import eventually, postmaster_pid, workdir  # noqa: F401
+from tests.eva_process import embedded_database, endpoints, eventually, postmaster_pid, start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.fakes.discord_api import FakeDiscord
-from tests.hardening.support import CapturedLogs, assert_row_consistent, start_eva, until, work_left
+from tests.hardening.support import CapturedLogs, assert_row_consistent, until, work_left
 from tests.hardening.world import catch_up, tiny_settings
 
 Sessions = async_sessionmaker[AsyncSession]
@@ -168,7 +168,7 @@ def task_inputs(fake: FakeAnthropic, entries: Any = None) -> set[str]:
 
 
 async def test_a_worker_killed_mid_compaction_resumes_after_restart(
-    fake: FakeAnthropic, database_url: str, sessions: Sessions, workdir: Path  # noqa: F811
+    fake: FakeAnthropic, database_url: str, sessions: Sessions, workdir: Path
 ) -> None:
     engine = MemoryEngine(sessions, MemoryConfig())
     chat = await engine.ensure_chat(ChatKey("text", "general", discord_id=42, guild_id=7))
@@ -214,19 +214,14 @@ async def test_a_worker_killed_mid_compaction_resumes_after_restart(
 
 
 async def test_a_killed_postmaster_leaves_eva_answering_and_the_next_run_loses_nothing(
-    fake: FakeAnthropic, workdir: Path  # noqa: F811
+    fake: FakeAnthropic, workdir: Path
 ) -> None:
     async with FakeDiscord() as discord_fake:
         ids = discord_fake.ids
         data_dir = workdir / "data"
         pgdata = (data_dir / "pg").resolve()
-        environment = {
-            "DISCORD_TOKEN": "fake-token", "DISCORD_API_BASE": discord_fake.api_base,
-            "DISCORD_GATEWAY_URL": discord_fake.gateway_url, "ANTHROPIC_API_KEY": "test-key",
-            "ANTHROPIC_BASE_URL": fake.base_url, "DATA_DIR": str(data_dir), "DEBOUNCE_SECONDS": "0.1",
-        }  # fmt: skip
-        database = make_engine(asyncpg_url(f"postgresql://postgres@/postgres?host={pgdata}", "eva"))
-        sessions = make_sessions(database)
+        environment = endpoints(discord_fake, fake, data_dir)  # no DATABASE_URL: embedded
+        database, sessions = embedded_database(pgdata)
         first = await start_eva(workdir, environment)
         second: Any = None
         try:

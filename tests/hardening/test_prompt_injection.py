@@ -11,17 +11,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
-import simcord
 from sqlalchemy import func, select
 
 from bot.core.prompts import system_prompt
-from bot.settings import Settings
 from memory.log import storable
 from memory.models import Message
 from memory.prompts import COMPACT_SYSTEM, MANY_HEAD, neutralize_frames
-from tests.fakes.anthropic_api import FakeAnthropic, LogEntry
-from tests.hardening.world import EXTENSIONS, World, build_world, tiny_settings
+from tests.fakes.anthropic_api import LogEntry
+from tests.hardening.world import World
 
 PAD = " (and some more words so that this line needs the model)"
 MARKED = [  # (a word only this message has, the message)
@@ -52,16 +49,6 @@ def tags(text: str, name: str) -> tuple[int, int]:
     return read.count(f"<{name}"), read.count(f"</{name}")
 
 
-@pytest.fixture
-def eva_extensions() -> tuple[str, ...]:
-    return EXTENSIONS
-
-
-@pytest.fixture
-def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
-    return tiny_settings(fake_anthropic)
-
-
 def texts(entry: LogEntry) -> list[str]:
     return [b["text"] for b in entry.body["messages"][0]["content"] if b["type"] == "text"]
 
@@ -79,9 +66,9 @@ async def post_all(w: World) -> list[Any]:
 
 
 async def test_the_compactor_gets_hostile_messages_as_quoted_input(
-    simcord_env: simcord.Env, fake_anthropic: FakeAnthropic
+    world: World
 ) -> None:
-    w = await build_world(simcord_env, fake_anthropic)
+    w = world
     sent = await post_all(w)
     chat = await w.chat_of(w.general)
     async with w.services.engine.sessions() as s:
@@ -117,9 +104,9 @@ async def test_the_compactor_gets_hostile_messages_as_quoted_input(
 
 
 async def test_reply_requests_keep_every_frame_and_line_head_real(
-    simcord_env: simcord.Env, fake_anthropic: FakeAnthropic
+    world: World
 ) -> None:
-    w = await build_world(simcord_env, fake_anthropic)
+    w = world
     await post_all(w)  # summarized into the memory row
     for k, text in enumerate(HOSTILE + SHORT):  # and again, word for word in the raw tail
         await (w.alice if k % 2 else w.bob).send(w.general, text)

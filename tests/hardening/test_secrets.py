@@ -21,10 +21,9 @@ from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import ClaudeError, create_message, make_client
 from memory.database import make_engine
 from memory.summarizer import CompactTask, SummarizerError
-from tests.bot.test_whole_process import workdir  # noqa: F401  (fixture)
+from tests.eva_process import start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
-from tests.hardening.support import start_eva
 
 TOKEN = "tok-SECRET-discord-1234"
 API_KEY = "key-SECRET-anthropic-5678"
@@ -42,7 +41,7 @@ async def picky_fakes() -> AsyncIterator[tuple[FakeDiscord, FakeAnthropic]]:
         yield discord_fake, claude
 
 
-async def run_until_exit(workdir: Path, environment: dict[str, str], within: float = 60) -> tuple[int, str]:  # noqa: F811
+async def run_until_exit(workdir: Path, environment: dict[str, str], within: float = 60) -> tuple[int, str]:
     eva = await start_eva(workdir, {**environment, "LOG_LEVEL": "DEBUG"})
     try:
         async with asyncio.timeout(within):
@@ -54,7 +53,7 @@ async def run_until_exit(workdir: Path, environment: dict[str, str], within: flo
 
 
 async def test_eva_run_with_a_rejected_token_says_so_without_printing_it(
-    picky_fakes: tuple[FakeDiscord, FakeAnthropic], database_url: str, workdir: Path  # noqa: F811
+    picky_fakes: tuple[FakeDiscord, FakeAnthropic], database_url: str, workdir: Path
 ) -> None:
     discord_fake, claude = picky_fakes
     environment = {
@@ -66,7 +65,7 @@ async def test_eva_run_with_a_rejected_token_says_so_without_printing_it(
     assert "SECRET" not in output
 
 
-async def test_eva_run_with_an_unreachable_database_does_not_print_its_password(workdir: Path) -> None:  # noqa: F811
+async def test_eva_run_with_an_unreachable_database_does_not_print_its_password(workdir: Path) -> None:
     environment = {
         "DISCORD_TOKEN": TOKEN, "ANTHROPIC_API_KEY": API_KEY,
         "DATABASE_URL": f"postgresql://eva:{PASSWORD}@127.0.0.1:1/eva",

@@ -1,4 +1,4 @@
-"""A SimCord world for the hardening tests: the real EvaBot with all four extensions (ingest,
+"""The hardening tests' world (on tests/bot/world.py): the real EvaBot with all four extensions (ingest,
 reply, people, admin), real PostgreSQL, and the real Anthropic summarizer and reply client
 pointed at the local fake, with memory sizes so small that a few messages make summary lines.
 
@@ -17,24 +17,16 @@ import simcord
 from simcord.builders import ChannelHandle
 
 from bot.client import EvaBot
-from bot.ingest import Ingest
 from bot.services import Services
 from bot.settings import Settings
-from memory.engine import MemoryEngine
 from tests.bot.conftest import make_bot_settings
+from tests.bot.world import TINY_MEMORY, Friends, admin_role, friends
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.hardening.support import work_left
 
 EXTENSIONS = ("bot.cogs.ingest", "bot.cogs.reply", "bot.cogs.people", "bot.cogs.admin")
-TINY_MEMORY: dict[str, Any] = {
-    # ~6 messages of 80 bytes pass TAIL_START; every leaf over 64 bytes needs the model.
-    "node_bytes": 64,
-    "tail_start": 300,
-    "tail_keep": 60,
-    "tail_force": 600,
-    "view_high": 500,
-    "view_low": 250,
-    "quiet": 0.0,  # swap at once
+TINY_SETTINGS: dict[str, Any] = {
+    **TINY_MEMORY,
     "debounce_seconds": 0.0,
     "user_cooldown_seconds": 0.0,
     "tool_steps": 6,
@@ -42,42 +34,20 @@ TINY_MEMORY: dict[str, Any] = {
 
 
 def tiny_settings(fake: FakeAnthropic, **overrides: Any) -> Settings:
-    return make_bot_settings(fake, **{**TINY_MEMORY, **overrides})
+    return make_bot_settings(fake, **{**TINY_SETTINGS, **overrides})
 
 
 @dataclass
-class World:
-    env: simcord.Env
-    services: Services
-    fake: FakeAnthropic
-    guild: simcord.GuildHandle
-    admin: simcord.MemberActor
-    alice: simcord.MemberActor
-    bob: simcord.MemberActor
-    general: ChannelHandle
-    other: ChannelHandle
-    thread: ChannelHandle
-    far_guild: simcord.GuildHandle
-    carol: simcord.MemberActor
-    far_alice: simcord.MemberActor
-    far: ChannelHandle
+class World(Friends):
+    admin: simcord.MemberActor  # ada, with Manage Server
+    fake: FakeAnthropic = field(kw_only=True)
+    other: ChannelHandle = field(kw_only=True)
+    thread: ChannelHandle = field(kw_only=True)
+    far_guild: simcord.GuildHandle = field(kw_only=True)
+    carol: simcord.MemberActor = field(kw_only=True)
+    far_alice: simcord.MemberActor = field(kw_only=True)
+    far: ChannelHandle = field(kw_only=True)
     sent: list[discord.Message] = field(default_factory=list)
-
-    @property
-    def engine(self) -> MemoryEngine:
-        return self.services.engine
-
-    @property
-    def ingest(self) -> Ingest:
-        ingest = self.services.ingest
-        assert isinstance(ingest, Ingest)
-        return ingest
-
-    @property
-    def me(self) -> discord.ClientUser:
-        user = self.env.bot.user
-        assert user is not None
-        return user
 
     @property
     def dm(self) -> ChannelHandle:
@@ -93,9 +63,6 @@ class World:
         assert await self.ingest.flush(timeout=10)
         await catch_up(self.services)
 
-    def bot_messages(self, channel: ChannelHandle) -> list[discord.Message]:
-        return [m for m in channel.history() if m.author.id == self.me.id]
-
 
 async def catch_up(services: Services, passes: int = 20) -> None:
     """Scheduler ticks until no row waits for the compactor (each tick builds, then swaps)."""
@@ -109,24 +76,19 @@ async def catch_up(services: Services, passes: int = 20) -> None:
 
 
 async def build_world(env: simcord.Env, fake: FakeAnthropic) -> World:
+    base = friends(env, with_admin=True)
+    guild = base.guild
+    other = guild.create_text_channel("other")
+    thread = ChannelHandle(env, guild, env.backend.create_thread(base.general.id, "plans", base.alice.id))
+    far_guild = env.create_guild("faraway")
+    far_admins = admin_role(far_guild)
+    carol = far_guild.add_member(env.create_user("carol"), roles=[far_admins])
+    far_alice = far_guild.add_member(base.alice.user)
+    far = far_guild.create_text_channel("far")
     bot = env.bot
     assert isinstance(bot, EvaBot)
-    guild = env.create_guild("friends")
-    admins = guild.create_role("admins", permissions=discord.Permissions(manage_guild=True))
-    admin = guild.add_member(env.create_user("ada"), roles=[admins])
-    alice_user = env.create_user("alice")
-    alice = guild.add_member(alice_user)
-    bob = guild.add_member(env.create_user("bob"))
-    general = guild.create_text_channel("general")
-    other = guild.create_text_channel("other")
-    thread = ChannelHandle(env, guild, env.backend.create_thread(general.id, "plans", alice.id))
-    far_guild = env.create_guild("faraway")
-    far_admins = far_guild.create_role("admins", permissions=discord.Permissions(manage_guild=True))
-    carol = far_guild.add_member(env.create_user("carol"), roles=[far_admins])
-    far_alice = far_guild.add_member(alice_user)
-    far = far_guild.create_text_channel("far")
     await bot.tree.sync()
     return World(
-        env, bot.services, fake, guild, admin, alice, bob, general, other, thread, far_guild, carol,
-        far_alice, far,
+        **vars(base), fake=fake, other=other, thread=thread, far_guild=far_guild, carol=carol,
+        far_alice=far_alice, far=far,
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -19,7 +18,6 @@ from structlog.testing import capture_logs
 
 from memory.anthropic_summarizer import AnthropicSummarizer, max_tokens_for
 from memory.claude import failure_reason, make_client
-from memory.prompt_cache import ManualClock
 from memory.prompts import COMPACT_SYSTEM, context_block, task_block
 from memory.summarizer import CompactTask, SummarizerError
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -54,19 +52,6 @@ def compress(text: str = LONG_TEXT, author: str = "Pia", index: int = 0) -> Comp
 
 def merge(index: int = 0) -> CompactTask:
     return CompactTask("merge", 1, index, left=MERGE_LEFT, right=MERGE_RIGHT)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic(clock=ManualClock()) as server:
-        yield server
-
-
-@pytest.fixture
-async def client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = make_client("test", fake.base_url, timeout=5.0, max_retries=2)
-    yield sdk
-    await sdk.close()
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -114,38 +115,27 @@ async def test_zoom_from_any_row_line_reaches_every_message_in_log2_steps(sessio
         assert steps <= max(count.bit_length() - 1, 0)
 
 
+async def node_versions(sessions: Sessions, chat: int) -> dict[tuple[int, int], tuple[str, Any]]:
+    """Each node of the chat, (level, idx) -> (text, created_at): what a rebuild changes."""
+    async with sessions() as s:
+        rows = await s.execute(
+            select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(TreeNode.chat_id == chat)
+        )
+        return {(lv, i): (t, created) for lv, i, t, created in rows.all()}
+
+
 async def test_edit_rebuilds_exactly_the_nodes_above_the_message(sessions: Sessions) -> None:
     engine, _, clock = make_engine(sessions)
     chat = await new_chat(engine)
     await fill(engine, clock, chat, [message(k) for k in range(70)], compact_every=5)
     await settle(engine, clock, chat)
-    async with sessions() as s:
-        before = {
-            (lv, i): (t, created)
-            for lv, i, t, created in (
-                await s.execute(
-                    select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(
-                        TreeNode.chat_id == chat
-                    )
-                )
-            ).all()
-        }
+    before = await node_versions(sessions, chat)
     target = 9
     assert (0, target) in before
     deleted = await engine.edit(chat, 10_000 + target, "an edited message about tennis instead")
     assert deleted and deleted > 0
     await engine.compact(chat, until_idle=True)
-    async with sessions() as s:
-        after = {
-            (lv, i): (t, created)
-            for lv, i, t, created in (
-                await s.execute(
-                    select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(
-                        TreeNode.chat_id == chat
-                    )
-                )
-            ).all()
-        }
+    after = await node_versions(sessions, chat)
     changed = {n for n in after if n not in before or after[n] != before[n]}
     above = {(lv, target >> lv) for lv in range(0, 20)}
     assert changed, "nothing was rebuilt"

@@ -3,7 +3,6 @@ own SDK retries (429 then 200) against the local fake."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -14,11 +13,10 @@ from anthropic.types import Message
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.claude import ClaudeError, create_message, make_client, usage_from_response
+from memory.claude import ClaudeError, create_message, usage_from_response
 from memory.ledger import cache_read_share, record_usage, usage_of_call, usage_summary
 from memory.models import Chat, UsageEntry
 from memory.pricing import PriceTable, Usage
-from memory.prompt_cache import ManualClock
 from memory.summarizer import CallUsage
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
@@ -149,26 +147,13 @@ def test_usage_of_a_summarizer_call() -> None:
     assert usage_of_call(call) == Usage(1, 2, 3, 4, 5)
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeAnthropic]:
-    async with FakeAnthropic(clock=ManualClock()) as server:
-        yield server
-
-
-@pytest.fixture
-async def reply_client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = make_client("test", fake.base_url, timeout=5.0, max_retries=2)
-    yield sdk
-    await sdk.close()
-
-
 async def test_reply_client_retries_a_429_itself_and_the_ledger_gets_the_answer(
-    fake: FakeAnthropic, reply_client: anthropic.AsyncAnthropic, sessions: Sessions
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic, sessions: Sessions
 ) -> None:
     fake.faults.fail_next(1, Fault("rate_limit", retry_after=0.02))  # retry-after-ms: 20
     fake.script.push_text("Hi Pia, the train leaves at 9:15.", match="reply")
     message = await create_message(
-        reply_client, model="claude-sonnet-5-5", max_tokens=100,
+        client, model="claude-sonnet-5-5", max_tokens=100,
         messages=[{"role": "user", "content": "when is the train?"}],
     )
     assert [entry.status for entry in fake.requests()] == [429, 200]
@@ -185,11 +170,11 @@ async def test_reply_client_retries_a_429_itself_and_the_ledger_gets_the_answer(
 
 
 async def test_reply_client_gives_up_after_its_retries(
-    fake: FakeAnthropic, reply_client: anthropic.AsyncAnthropic
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic
 ) -> None:
     fake.faults.fail_next(3, Fault("overloaded", retry_after=0.01))
     with pytest.raises(ClaudeError) as failure:
-        await create_message(reply_client, model="claude-sonnet-5-5", max_tokens=10,
+        await create_message(client, model="claude-sonnet-5-5", max_tokens=10,
                              messages=[{"role": "user", "content": "hi"}])
     assert failure.value.reason == "overloaded (529)"
     assert [entry.status for entry in fake.requests()] == [529, 529, 529]  # 1 + max_retries 2

@@ -15,13 +15,8 @@ import pytest
 
 from memory.pricing import PriceTable, Usage, default_prices
 
-REQUEST = Usage(
-    input_tokens=1_000,
-    output_tokens=500,
-    cache_write_5m_tokens=2_000,
-    cache_write_1h_tokens=4_000,
-    cache_read_tokens=10_000,
-)
+REQUEST = Usage(input_tokens=1_000, output_tokens=500, cache_read_tokens=10_000,
+                cache_write_5m_tokens=2_000, cache_write_1h_tokens=4_000)  # fmt: skip
 
 
 @pytest.mark.parametrize(
