@@ -21,6 +21,14 @@ IMAGE_BYTES_CAP = 3_932_160  # base64 of this many bytes is 5,242,880: the API's
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
+# The settings that tune the memory, by MemoryConfig field: the same names, but for QUIET and
+# RETRY (the .env names predate the config's unit suffixes).
+_SAME_NAME = ("node_bytes", "view_high", "view_low", "tail_start", "tail_keep", "tail_force")
+_MEMORY_SETTINGS = {"quiet_seconds": "quiet", "retry_seconds": "retry"} | {
+    name: name for name in (*_SAME_NAME, "tail_cap", "jobs", "tries", "tasks_per_call", "timezone")
+}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", case_sensitive=False)
 
@@ -118,21 +126,7 @@ class Settings(BaseSettings):
         return value
 
     def memory_config(self) -> MemoryConfig:
-        return MemoryConfig(
-            node_bytes=self.node_bytes,
-            view_high=self.view_high,
-            view_low=self.view_low,
-            tail_start=self.tail_start,
-            tail_keep=self.tail_keep,
-            tail_force=self.tail_force,
-            tail_cap=self.tail_cap,
-            quiet_seconds=self.quiet,
-            jobs=self.jobs,
-            tries=self.tries,
-            retry_seconds=self.retry,
-            tasks_per_call=self.tasks_per_call,
-            timezone=self.timezone,
-        )
+        return MemoryConfig(**{field: getattr(self, setting) for field, setting in _MEMORY_SETTINGS.items()})
 
     def reply_models(self) -> list[str]:
         """The models a server may pick with /settings model; REPLY_MODEL is always one."""

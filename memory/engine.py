@@ -302,9 +302,8 @@ class MemoryEngine(EngineBooks):
         max_chars: int = 8000,
     ) -> str:
         async with self.sessions() as s:
-            return await reads.recall(
-                s, chat_id, query, author=author, author_id=author_id, limit=limit, max_chars=max_chars
-            )
+            wanted = reads.RecallQuery(query, author, author_id, limit)
+            return await reads.recall(s, chat_id, wanted, max_chars=max_chars)
 
     async def row_addresses(self, chat_id: int) -> list[str]:
         from memory.tree import address

@@ -100,18 +100,22 @@ def _like_escape(value: str) -> str:
     return _LIKE_SPECIALS.sub(r"\\\1", value)
 
 
-async def recall_hits(
-    session: AsyncSession,
-    chat_id: int,
-    query: str,
-    *,
-    author: str | None = None,
-    author_id: int | None = None,
-    limit: int = 5,
-) -> list[RecallHit]:
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    """What ``recall`` looks for: words or a fragment, optionally by one author (a name
+    fragment, or the id of a person the bot has seen), and how many hits it keeps."""
+
+    text: str
+    author: str | None = None
+    author_id: int | None = None
+    limit: int = 5
+
+
+async def recall_hits(session: AsyncSession, chat_id: int, query: RecallQuery) -> list[RecallHit]:
+    author, author_id, limit = query.author, query.author_id, query.limit
     # Stored text has U+FFFD where a message had NUL: search the same way (and never send
     # PostgreSQL a NUL, which it refuses).
-    words = " ".join(storable(query).split())
+    words = " ".join(storable(query.text).split())
     if not words:
         raise BadRequest("recall needs at least one word to search for")
     if len(words) > RECALL_QUERY_CHARS:
@@ -135,23 +139,15 @@ def _clip(line: str, index: int) -> str:
 
 
 async def recall(
-    session: AsyncSession,
-    chat_id: int,
-    query: str,
-    *,
-    author: str | None = None,
-    author_id: int | None = None,
-    limit: int = 5,
-    around: int = 2,
-    max_chars: int = 8000,
+    session: AsyncSession, chat_id: int, query: RecallQuery, *, around: int = 2, max_chars: int = 8000
 ) -> str:
     """Messages matching ``query`` (words, or a fragment of a word or name), best first,
     each with ``around`` messages before and after it."""
     chat = await get_chat(session, chat_id)
-    hits = await recall_hits(session, chat_id, query, author=author, author_id=author_id, limit=limit)
+    hits = await recall_hits(session, chat_id, query)
     if not hits:
-        who = f" from {author}" if author else ""
-        return f"No message{who} matches {' '.join(query.split())!r}."
+        who = f" from {query.author}" if query.author else ""
+        return f"No message{who} matches {' '.join(query.text.split())!r}."
     wanted = sorted({k for h in hits for k in range(max(0, h.index - around), h.index + around + 1)})
     # Only the wanted slots: hits far apart must not read every message between them (on a
     # 100K-message chat a range read made recall take seconds; see docs/benchmarks.md).
