@@ -19,9 +19,9 @@ from bot.prompts import system_prompt
 from bot.settings import Settings
 from memory.log import storable
 from memory.models import Message
-from memory.prompts import COMPACT_SYSTEM, MANY_HEAD, neutralize_frames
+from memory.prompts import MANY_HEAD, compact_system, neutralize_frames
 from tests.fakes.anthropic_api import FakeAnthropic, LogEntry
-from tests.hardening.world import EXTENSIONS, World, build_world, tiny_settings
+from tests.hardening.world import EXTENSIONS, TINY_MEMORY, World, build_world, tiny_settings
 
 PAD = " (and some more words so that this line needs the model)"
 MARKED = [  # (a word only this message has, the message)
@@ -94,7 +94,7 @@ async def test_the_compactor_gets_hostile_messages_as_quoted_input(
     compressed: set[str] = set()
     for entry in requests:
         body = entry.body
-        assert body["system"][0]["text"] == COMPACT_SYSTEM and "tools" not in body
+        assert body["system"][0]["text"] == compact_system(TINY_MEMORY["node_bytes"]) and "tools" not in body
         context, task = texts(entry)[:2]
         assert tags(context, "chat") == (1, 1) and all(tags(context, n) == (0, 0) for n in FRAMES if n != "chat")
         steps = task.count("\n<input>\n")
