@@ -14,8 +14,8 @@ pass, kept while it stays valid (the "sticky" context the compactor holds betwee
   else the row's oldest whole lines that reach the tier's ``min_context_bytes`` (just enough
   to be cached). Every later task of the tier has those lines before its input too, and a
   batch takes its lines before from the row as it was armed (memory/planner.py), so the
-  context is written about once a row, not once a pass (#ubuntu, bench.replay, 5,000
-  messages: cache writes $0.021 -> $0.004 per 1,000 messages at Haiku 4.5);
+  context is written about once a row, not once a pass (#ubuntu, bench.replay, 20,000
+  messages: cache writes $0.035 -> $0.005 per 1,000 messages at Haiku 4.5);
 - tasks nearer the row's start share one small context of their own (under the cache minimum
   anyway);
 - a context group is sent as one lead call, alone, that writes the cache, then the rest at

@@ -2,9 +2,9 @@
 
 The fake summarizer (tests, bench.replay) asks, on every call, whether the ``<chat>`` context it
 was sent holds only lines before each task's input: a contiguous run of the built row lines
-that end before the first message the task covers, in the staged row or the shown one. The
-answer is read here from the tables, not from what the compactor planned, so a compactor that
-sends the wrong context fails however it computed it.
+that end before the first message the task covers, in the staged row, the shown one, or the
+staged row as it was armed. The answer is read here from the tables, not from what the
+compactor planned, so a compactor that sends the wrong context fails however it computed it.
 """
 
 from __future__ import annotations
@@ -24,11 +24,15 @@ from memory.tree import Node, end, start
 
 
 async def rows_before(session: AsyncSession, chat_id: int, node: Node) -> list[list[str]]:
-    """For the staged row and the shown row: the built lines wholly before ``node``'s first
-    message, oldest first, up to the first unbuilt part (lines after a gap are not "before"
-    in one run)."""
+    """For the staged row, the shown row and the staged row as it was armed (the shown row,
+    then the new leaves: a batch takes its lines before from it): the built lines wholly
+    before ``node``'s first message, oldest first, up to the first unbuilt part (lines after
+    a gap are not "before" in one run)."""
     state = (await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id))).scalar_one()
     rows = [state.staged, state.shown]
+    if state.staged is not None:
+        leaves = range(int(state.boundary), int(state.staged_boundary or 0))
+        rows.append([*state.shown, *([0, i] for i in leaves)])
     out: list[list[str]] = []
     for row in rows:
         if row is None:

@@ -104,7 +104,7 @@ def compact_system(node_bytes: int = NODE_BYTES_DEFAULT) -> str:
     """The compactor's system prompt: the instructions, the multi-step answer form and the
     ruler. All of it is the same on every call, so it sits before the ``<chat>`` context in the
     cached prefix (read at 0.1x) instead of in each call's uncached task block: the ruler and
-    the form are ~170 tokens a call, ~$0.006 per 1,000 messages at Haiku 4.5 on #ubuntu."""
+    the form are ~150 tokens a call, ~$0.005 per 1,000 messages at Haiku 4.5 on #ubuntu."""
     return "\n\n".join([SYSTEM_BASE, MANY_FORMAT, f"{RULER_NOTE.format(n=node_bytes)}\n{ruler(node_bytes)}"])
 
 

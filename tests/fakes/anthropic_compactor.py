@@ -1,6 +1,6 @@
 """The fake's deterministic compactor: recognise a compaction call, answer with sized lines.
 
-A request is a compaction call when its system prompt is ``memory.prompts.COMPACT_SYSTEM`` or a
+A request is a compaction call when its system prompt is ``memory.prompts.compact_system`` or a
 user turn holds a task head ("Compress this message ..." / "Merge these two adjacent lines ...").
 The first user turn that holds a task block names the tasks (one, or several in the
 ``<out n="K">`` form); when the last user turn is a "Too long" follow-up, the answer is the
@@ -26,10 +26,10 @@ from memory.fake_size_model import (
     merge_size,
 )
 from memory.prompts import (
-    COMPACT_SYSTEM,
     COMPRESS_HEAD,
     MANY_HEAD,
     MERGE_HEAD,
+    SYSTEM_BASE,
     TOO_LONG,
     TOO_LONG_MANY,
     cut_at_bytes,
@@ -143,7 +143,7 @@ def _user_texts(body: Mapping[str, Any]) -> list[str]:
 
 
 def is_compaction_request(body: Mapping[str, Any]) -> bool:
-    if _system_text(body).strip() == COMPACT_SYSTEM.strip():
+    if _system_text(body).strip().startswith(SYSTEM_BASE.strip()):  # compact_system(any limit)
         return True
     return any(parse_tasks(text)[0] for text in _user_texts(body))
 

@@ -16,7 +16,8 @@ from sqlalchemy import func, select
 from bot.core.prompts import system_prompt
 from memory.log import storable
 from memory.models import Message
-from memory.prompts import COMPACT_SYSTEM, MANY_HEAD, neutralize_frames
+from memory.prompts import MANY_HEAD, compact_system, neutralize_frames
+from tests.bot.world import TINY_MEMORY
 from tests.fakes.anthropic_api import LogEntry
 from tests.hardening.world import World
 
@@ -81,7 +82,7 @@ async def test_the_compactor_gets_hostile_messages_as_quoted_input(
     compressed: set[str] = set()
     for entry in requests:
         body = entry.body
-        assert body["system"][0]["text"] == COMPACT_SYSTEM and "tools" not in body
+        assert body["system"][0]["text"] == compact_system(TINY_MEMORY["node_bytes"]) and "tools" not in body
         context, task = texts(entry)[:2]
         assert tags(context, "chat") == (1, 1) and all(tags(context, n) == (0, 0) for n in FRAMES if n != "chat")
         steps = task.count("\n<input>\n")
