@@ -24,6 +24,7 @@ limit, as after the last try) so the tokens already spent reach the ledger.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import structlog
@@ -167,15 +168,5 @@ class AnthropicSummarizer:
             messages=messages,
         )
         counted = usage_from_response(message)
-        usage.add(
-            CallUsage(
-                model=self.model,
-                input_tokens=counted.input_tokens,
-                output_tokens=counted.output_tokens,
-                cache_write_tokens=counted.cache_write_5m_tokens,
-                cache_write_1h_tokens=counted.cache_write_1h_tokens,
-                cache_read_tokens=counted.cache_read_tokens,
-                calls=1,
-            )
-        )
+        usage.add(CallUsage(self.model, **asdict(counted), calls=1))
         return message_text(message)

@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from memory.call_plan import ContextGroup, plan_calls
 from memory.clock import Clock
 from memory.config import MemoryConfig
-from memory.ledger import record_usage, usage_of_call
+from memory.ledger import record_usage
 from memory.models import Chat, MemoryRow
 from memory.nodes import NodeRecord, NodeWrite, insert_nodes
 from memory.planner import NodeCache, PlannedTask, needs_pass, plan_chat
@@ -249,7 +249,7 @@ class Compactor:
                 tries=tries,
                 input_tokens=batch.usage.input_tokens // share,
                 output_tokens=batch.usage.output_tokens // share,
-                cache_write_tokens=batch.usage.cache_write_tokens // share,
+                cache_write_tokens=batch.usage.cache_write_5m_tokens // share,
                 cache_read_tokens=batch.usage.cache_read_tokens // share,
             )
             for t, line, tries in done
@@ -265,7 +265,7 @@ class Compactor:
                 guild_id=guild_id,
                 kind="compact",
                 model=batch.usage.model or "unknown",
-                usage=usage_of_call(batch.usage),
+                usage=batch.usage.as_usage(),
                 prices=self.prices,
             )
             if current != version:

@@ -17,28 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.models import UsageEntry
 from memory.pricing import PriceTable, Usage
-from memory.summarizer import CallUsage
 
 UsageKind = Literal["reply", "compact"]
 
 # The ledger's cost column is NUMERIC(14, 8): whole 1e-8 USD. A Haiku 5.5 cache write costs
 # 1.25e-7 USD a token, so one row can lose up to 0.5e-8 USD to rounding: $0.005 per million rows.
 COST_QUANTUM = Decimal("0.00000001")
-
-
-def usage_of_call(call: CallUsage) -> Usage:
-    """The pricing view of a summarizer's usage (one or several requests summed).
-
-    Pricing a sum is exact except across Haiku 5.5's 100K-token tier, which applies per
-    request: compaction prompts are ~5-10K tokens, so their sums stay far below it.
-    """
-    return Usage(
-        input_tokens=call.input_tokens,
-        output_tokens=call.output_tokens,
-        cache_write_5m_tokens=call.cache_write_tokens,
-        cache_write_1h_tokens=call.cache_write_1h_tokens,
-        cache_read_tokens=call.cache_read_tokens,
-    )
 
 
 async def record_usage(

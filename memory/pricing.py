@@ -7,7 +7,7 @@ prompt (input + cache writes + cache reads) passes 100K tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 
 from pydantic import BaseModel
@@ -65,6 +65,10 @@ class Usage:
     def prompt_tokens(self) -> int:
         writes = self.cache_write_5m_tokens + self.cache_write_1h_tokens
         return self.input_tokens + writes + self.cache_read_tokens
+
+
+# The counters every usage shape shares, by their names in Usage.
+USAGE_COUNTERS = tuple(f.name for f in fields(Usage))
 
 
 @dataclass

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from memory.pricing import USAGE_COUNTERS, Usage
+
 
 @dataclass(frozen=True, slots=True)
 class CompactTask:
@@ -34,12 +36,13 @@ class CompactTask:
 
 @dataclass(slots=True)
 class CallUsage:
-    """Token counts of one or more model calls, in the API's four counters."""
+    """Token counts of one or more model calls, in the API's four counters (named as in
+    memory/pricing.Usage, the view they are priced in: ``as_usage``)."""
 
     model: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
-    cache_write_tokens: int = 0  # 5-minute entries
+    cache_write_5m_tokens: int = 0
     cache_write_1h_tokens: int = 0
     cache_read_tokens: int = 0
     calls: int = 0
@@ -48,10 +51,15 @@ class CallUsage:
         self.model = self.model or other.model
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
-        self.cache_write_tokens += other.cache_write_tokens
+        self.cache_write_5m_tokens += other.cache_write_5m_tokens
         self.cache_write_1h_tokens += other.cache_write_1h_tokens
         self.cache_read_tokens += other.cache_read_tokens
         self.calls += other.calls
+
+    def as_usage(self) -> Usage:
+        """The pricing view. Pricing a sum is exact except across Haiku 5.5's 100K-token tier,
+        which applies per request: compaction prompts are ~5-10K tokens, far below it."""
+        return Usage(**{name: getattr(self, name) for name in USAGE_COUNTERS})
 
 
 @dataclass(slots=True)

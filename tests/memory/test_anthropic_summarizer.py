@@ -189,11 +189,11 @@ async def test_the_context_is_cached_across_calls(summarizer: AnthropicSummarize
     # Haiku 4.5 caches prefixes of 4,096+ tokens: ~20 KB of context (+ the ~2.4 KB system).
     context = [f"Member{i % 7}: talked about item {i} of the trip plan, " + "detail " * 30 for i in range(80)]
     first = await summarizer.summarize(context, [compress()])
-    assert first.usage.cache_write_tokens > 4096 and first.usage.cache_read_tokens == 0
+    assert first.usage.cache_write_5m_tokens > 4096 and first.usage.cache_read_tokens == 0
     second = await summarizer.summarize(context, [merge()])
     # The second task differs, but system + context is the same prefix: read at 0.1x.
-    assert second.usage.cache_read_tokens == first.usage.cache_write_tokens
-    assert second.usage.cache_write_tokens == 0
+    assert second.usage.cache_read_tokens == first.usage.cache_write_5m_tokens
+    assert second.usage.cache_write_5m_tokens == 0
 
 
 @pytest.mark.parametrize(

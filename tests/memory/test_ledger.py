@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.claude import ClaudeError, create_message, usage_from_response
-from memory.ledger import cache_read_share, record_usage, usage_of_call, usage_summary
+from memory.ledger import cache_read_share, record_usage, usage_summary
 from memory.models import Chat, UsageEntry
 from memory.pricing import PriceTable, Usage
 from memory.summarizer import CallUsage
@@ -142,9 +142,9 @@ def test_usage_from_response_with_and_without_the_ttl_split() -> None:
 
 
 def test_usage_of_a_summarizer_call() -> None:
-    call = CallUsage(model="m", input_tokens=1, output_tokens=2, cache_write_tokens=3,
+    call = CallUsage(model="m", input_tokens=1, output_tokens=2, cache_write_5m_tokens=3,
                      cache_write_1h_tokens=4, cache_read_tokens=5, calls=2)
-    assert usage_of_call(call) == Usage(1, 2, 3, 4, 5)
+    assert call.as_usage() == Usage(1, 2, 3, 4, 5)
 
 
 async def test_reply_client_retries_a_429_itself_and_the_ledger_gets_the_answer(
