@@ -52,6 +52,8 @@ async def forget_person(services: Services, guild_id: int | None, user_id: int, 
         lines = plural(report.nodes, "line")
         verb = "is" if report.nodes == 1 else "are"
         text = f"Erased {plural(report.messages, 'message')}; {lines} {verb} being rebuilt without them."
+    if report.mentions:  # a person only ever mentioned must not hear that nothing happened
+        text += f" Your name is gone from {plural(report.mentions, 'message')} of others that named you."
     if opt_out:
         where = "in our direct messages" if guild_id is None else "in this server"
         text += f" I will not remember your messages {where} from now on; /remember-me undoes this."

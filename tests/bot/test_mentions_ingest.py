@@ -82,6 +82,23 @@ async def test_an_opted_out_person_is_never_named_in_a_new_line(
     assert all(not r.mention_ids and not r.mention_names for r in logged)
 
 
+async def test_a_person_only_mentioned_hears_that_their_name_was_taken_out(
+    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    env, guild, general = room
+    alice, zed = room.member("alice"), room.member("zed", global_name="Zed Zebra")
+    await alice.send(general, f"did <@{zed.id}> pay you back?")
+    await alice.send(general, f"ask <@{zed.id}> and <@{alice.id}>")
+    await flushed(env)
+
+    said = await forget_person(services, guild.id, zed.id, opt_out=False)
+
+    assert said.startswith("I had no messages of yours to erase.")
+    assert "Your name is gone from 2 messages of others that named you." in said
+    texts = [r.text for r in await rows(sessions, services, general.id)]
+    assert texts == ["did @unknown-user pay you back?", "ask @unknown-user and @alice"]
+
+
 async def test_backfilled_messages_and_cache_misses(
     room: Room,
     services: Services,
