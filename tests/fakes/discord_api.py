@@ -114,6 +114,9 @@ class FakeDiscord:
         self.gateway = FakeGateway(
             self.world, token=token, shard_count=shard_count, heartbeat_ms=heartbeat_ms
         )
+        # The world's own objects, never replaced (only appended to and cleared): read straight off the fake.
+        self.ids: DefaultIds = self.world.ids
+        self.request_log: list[Json] = self.world.request_log
         self._token = token
         self._runner: web.AppRunner | None = None
 
@@ -134,14 +137,6 @@ class FakeDiscord:
     @property
     def control_url(self) -> str:
         return f"{self.base_url}/_fake"
-
-    @property
-    def ids(self) -> DefaultIds:
-        return self.world.ids
-
-    @property
-    def request_log(self) -> list[Json]:
-        return self.world.request_log
 
     def requests(self, method: str | None = None, path_prefix: str = "") -> list[Json]:
         """Logged REST requests, optionally filtered (path relative to /api/v10, e.g. '/applications/')."""
