@@ -17,7 +17,6 @@ only for a request that gets a message. ``count_tokens`` is never faulted and ne
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import itertools
@@ -43,6 +42,7 @@ from tests.fakes.anthropic_compactor import Compactor, is_compaction_request
 from tests.fakes.anthropic_messages import build_message, output_tokens, write_sse
 from tests.fakes.anthropic_models import BadListQuery, ModelCatalogue, ModelNotFound
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
+from tests.fakes.serving import listening_arguments, serve_until_stopped
 
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _MALFORMED_BODY = b'{"id": "msg_truncated", "type": "mess'
@@ -356,24 +356,16 @@ class FakeAnthropic:
         return web.json_response({"now": self.advance(float(data.get("advance", 0)))})
 
 
-async def _serve(host: str, port: int, overshoot_rate: float) -> None:
-    fake = FakeAnthropic(host=host, port=port, overshoot_rate=overshoot_rate)
-    await fake.start()
-    print(f"fake anthropic listening on {fake.base_url}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await fake.stop()
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Local fake of the Anthropic Messages API")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765, help="0 picks a free port (printed)")
+    parser = listening_arguments(
+        "Local fake of the Anthropic Messages API",
+        default_port=8765,
+        port_help="0 picks a free port (printed)",
+    )
     parser.add_argument("--overshoot-rate", type=float, default=0.0)
     args = parser.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.host, args.port, args.overshoot_rate))
+    fake = FakeAnthropic(host=args.host, port=args.port, overshoot_rate=args.overshoot_rate)
+    asyncio.run(serve_until_stopped(fake, lambda: f"fake anthropic listening on {fake.base_url}"))
 
 
 if __name__ == "__main__":

@@ -26,11 +26,9 @@ discord_rest, discord_control.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
@@ -46,6 +44,7 @@ from tests.fakes.discord_messages import MessageDesk
 from tests.fakes.discord_model import Json
 from tests.fakes.discord_rest import API_PREFIX, RestApi, make_api_middleware
 from tests.fakes.discord_world import DefaultIds, FakeWorld
+from tests.fakes.serving import listening_arguments, serve_until_stopped
 
 __all__ = ["FakeDiscord", "discord_endpoints_kept", "discord_on_fake", "point_discord_at", "restore_discord_endpoints"]
 
@@ -186,38 +185,28 @@ class FakeDiscord:
         return await self.gateway.drop_connections(code)
 
 
-async def _serve(args: argparse.Namespace) -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = listening_arguments(
+        "Local fake Discord gateway + REST API for tests",
+        default_port=0,
+        port_help="0 picks a free port (printed on start)",
+    )
+    parser.add_argument("--token", default=None, help="require this bot token (default: accept any)")
+    parser.add_argument("--shards", type=int, default=1, help="shard count reported by GET /gateway/bot")
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     fake = FakeDiscord(host=args.host, port=args.port, token=args.token, shard_count=args.shards)
-    await fake.start()
-    print(
-        json.dumps(
+
+    def addresses() -> str:
+        return json.dumps(
             {
                 "api_base": fake.api_base,
                 "gateway_url": fake.gateway_url,
                 "control_url": fake.control_url,
                 "ids": fake.ids.as_json(),
             }
-        ),
-        flush=True,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signum, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await fake.stop()
+        )
 
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Local fake Discord gateway + REST API for tests")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
-    parser.add_argument("--token", default=None, help="require this bot token (default: accept any)")
-    parser.add_argument("--shards", type=int, default=1, help="shard count reported by GET /gateway/bot")
-    asyncio.run(_serve(parser.parse_args(argv if argv is not None else sys.argv[1:])))
+    asyncio.run(serve_until_stopped(fake, addresses))
 
 
 if __name__ == "__main__":
