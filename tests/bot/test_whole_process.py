@@ -6,10 +6,6 @@ fakes by its settings (DISCORD_API_BASE, DISCORD_GATEWAY_URL, ANTHROPIC_BASE_URL
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import shutil
-import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +20,7 @@ from memory.models import Message
 from tests.bot.world import TINY_MEMORY
 from tests.eva_process import (
     REPO,
+    EmbeddedFolder,
     EvaProcess,
     ProcessWorld,
     embedded_database,
@@ -80,13 +77,12 @@ async def test_eva_run_logs_answers_and_erases(
 
 
 async def test_eva_run_starts_cleanly_after_kill_9(
-    fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path
+    fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path, embedded_folder: EmbeddedFolder
 ) -> None:
     discord_fake, anthropic_fake = fakes
     ids = discord_fake.ids
-    data_dir = workdir / "data"
+    data_dir, pgdata = embedded_folder.data_dir, embedded_folder.pgdata
     environment = endpoints(discord_fake, anthropic_fake, data_dir)  # no DATABASE_URL: embedded
-    pgdata = (data_dir / "pg").resolve()
     first = await start_eva(workdir, environment)
     second: EvaProcess | None = None
     engine, sessions = embedded_database(pgdata)
@@ -117,11 +113,6 @@ async def test_eva_run_starts_cleanly_after_kill_9(
         for process in (first, second):
             if process is not None:
                 process.kill()
-        pid = postmaster_pid(pgdata)
-        if pid is not None:  # a failed run left our own server behind: stop it
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 async def test_eva_worker_compacts_what_another_process_logged(
