@@ -42,7 +42,7 @@ from tests.fakes.anthropic_compactor import Compactor, is_compaction_request
 from tests.fakes.anthropic_messages import build_message, output_tokens, write_sse
 from tests.fakes.anthropic_models import BadListQuery, ModelCatalogue, ModelNotFound
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
-from tests.fakes.serving import listening_arguments, serve_until_stopped
+from tests.fakes.serving import LocalServer, listening_arguments, serve_until_stopped
 
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _MALFORMED_BODY = b'{"id": "msg_truncated", "type": "mess'
@@ -76,7 +76,7 @@ def _error_response(status: int, error_type: str, message: str, request_id: str)
     return web.json_response(body, status=status, headers={"request-id": request_id})
 
 
-class FakeAnthropic:
+class FakeAnthropic(LocalServer):
     """The fake server. ``script``, ``faults``, ``replier``, ``compactor``, ``cache`` and ``log``
     are the knobs and the record; ``reset()`` clears them; ``advance(s)`` moves the clock."""
 
@@ -90,8 +90,7 @@ class FakeAnthropic:
         min_cacheable_tokens: Mapping[str, int] | None = None,
         api_keys: set[str] | None = None,
     ) -> None:
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.clock: Clock = clock or OffsetClock()
         self.cache = PromptCache(self.clock, min_cacheable_tokens)
         self.script = ScriptQueue()
@@ -103,12 +102,7 @@ class FakeAnthropic:
         self.log: list[LogEntry] = []
         self.models = ModelCatalogue()
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_fake{next(self._ids):06d}"
@@ -146,27 +140,11 @@ class FakeAnthropic:
     async def start(self) -> None:
         self._stopping.clear()
         # handler_cancellation: a client that gives up on a hang cancels the handler.
-        self._runner = web.AppRunner(
-            self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0
-        )
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        if self.port == 0:
-            self.port = int(self._runner.addresses[0][1])  # the port the OS picked
+        await self._listen(self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
 
     async def stop(self) -> None:
         self._stopping.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeAnthropic:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
+        await self._close()
 
     # --- the API -------------------------------------------------------------------------
 

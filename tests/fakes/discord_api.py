@@ -31,7 +31,6 @@ import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator, Iterator
-from types import TracebackType
 
 import yarl
 from aiohttp import web
@@ -44,7 +43,7 @@ from tests.fakes.discord_messages import MessageDesk
 from tests.fakes.discord_model import Json
 from tests.fakes.discord_rest import API_PREFIX, RestApi, make_api_middleware
 from tests.fakes.discord_world import DefaultIds, FakeWorld
-from tests.fakes.serving import listening_arguments, serve_until_stopped
+from tests.fakes.serving import LocalServer, listening_arguments, serve_until_stopped
 
 __all__ = ["FakeDiscord", "discord_endpoints_kept", "discord_on_fake", "point_discord_at", "restore_discord_endpoints"]
 
@@ -92,7 +91,7 @@ async def discord_on_fake() -> AsyncIterator[FakeDiscord]:
             restore_discord_endpoints(previous)
 
 
-class FakeDiscord:
+class FakeDiscord(LocalServer):
     def __init__(
         self,
         *,
@@ -104,8 +103,7 @@ class FakeDiscord:
     ) -> None:
         """token=None accepts any bot token; a string makes REST answer 401 and the gateway close 4004
         for any other token."""
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.world = FakeWorld()
         self.chat = MessageDesk(self.world)
         self.commands = CommandRegistry(self.world)
@@ -117,13 +115,8 @@ class FakeDiscord:
         self.ids: DefaultIds = self.world.ids
         self.request_log: list[Json] = self.world.request_log
         self._token = token
-        self._runner: web.AppRunner | None = None
 
     # ----- addresses ---------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     @property
     def api_base(self) -> str:
@@ -155,30 +148,13 @@ class FakeDiscord:
         return app
 
     async def start(self) -> None:
-        runner = web.AppRunner(self.build_app(), handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        await site.start()
-        self._runner = runner
-        address = runner.addresses[0]
-        self.port = int(address[1])
+        await self._listen(self.build_app(), handle_signals=False)
         self.world.cdn_base = self.base_url
         self.gateway.url = self.gateway_url
 
     async def stop(self) -> None:
         await self.gateway.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeDiscord:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
+        await self._close()
 
     async def drop_connections(self, code: int = CLOSE_RESUMABLE) -> int:
         """Simulate a network drop; discord.py reconnects and RESUMEs (on_resumed)."""

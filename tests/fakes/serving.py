@@ -8,7 +8,9 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol, Self
+
+from aiohttp import web
 
 
 class Startable(Protocol):
@@ -39,3 +41,42 @@ async def serve_until_stopped(fake: Startable, announce: Callable[[], str]) -> N
         await stop.wait()
     finally:
         await fake.stop()
+
+
+class LocalServer:
+    """An aiohttp app served on ``host:port`` (port 0: the OS picks one at start, kept in
+    ``port``); ``async with`` starts and stops it. A fake builds its app and calls ``_listen``."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        await self._close()
+
+    async def _listen(self, app: web.Application, **runner_options: Any) -> None:
+        runner = web.AppRunner(app, **runner_options)
+        await runner.setup()
+        await web.TCPSite(runner, self.host, self.port).start()
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])  # the port the OS picked, when asked for 0
+
+    async def _close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
