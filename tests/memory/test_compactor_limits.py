@@ -5,9 +5,9 @@ ignores the multi-task format still gets every node built."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -34,8 +34,7 @@ async def _no_tools(name: str, args: Any) -> ToolResult:
     raise AssertionError("no tool is offered")
 
 
-@dataclass(frozen=True)
-class QuietChat:
+class QuietChat(NamedTuple):
     client: Any
     engine: MemoryEngine
     compactor: Compactor
@@ -64,14 +63,7 @@ async def test_a_rate_limit_pauses_compaction_for_its_retry_after_and_replies_go
 ) -> None:
     async with FakeAnthropic() as fake:
         fake.faults.fail_next(1, Fault("rate_limit", retry_after=30), match="compact")
-        quiet = await _quiet_chat(sessions, fake, SMALL, messages=40)
-        client, engine, compactor, clock, chat = (
-            quiet.client,
-            quiet.engine,
-            quiet.compactor,
-            quiet.clock,
-            quiet.chat,
-        )
+        client, engine, compactor, clock, chat = await _quiet_chat(sessions, fake, SMALL, messages=40)
 
         first = await engine.compact(chat)
         limited = fake.requests("compact")
