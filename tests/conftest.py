@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from memory import migrate
 from memory.database import create_database, drop_database, make_engine, make_sessions, with_database
 from memory.embedded import EmbeddedPostgres
-from tests.eva_process import EvaProcess, ProcessWorld
+from tests.eva_process import EmbeddedFolder, EvaProcess, ProcessWorld
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
 
@@ -101,6 +101,17 @@ def workdir() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def embedded_folder(workdir: Path) -> Iterator[EmbeddedFolder]:
+    """DATA_DIR (under workdir) of an `eva` on its own embedded PostgreSQL. At the end a server a
+    killed or failed run left behind is stopped, before workdir's folder is removed."""
+    folder = EmbeddedFolder.under(workdir)
+    try:
+        yield folder
+    finally:
+        folder.stop_orphaned_server()
 
 
 @pytest.fixture

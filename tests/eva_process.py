@@ -121,6 +121,29 @@ def postmaster_pid(pgdata: Path) -> int | None:
         return None
 
 
+@dataclass(frozen=True)
+class EmbeddedFolder:
+    """DATA_DIR of an `eva` run with no DATABASE_URL (workdir/data) and, in it, the folder of the
+    PostgreSQL server that run starts (data/pg)."""
+
+    data_dir: Path
+
+    @classmethod
+    def under(cls, workdir: Path) -> EmbeddedFolder:
+        return cls(workdir / "data")
+
+    @property
+    def pgdata(self) -> Path:
+        return (self.data_dir / "pg").resolve()
+
+    def stop_orphaned_server(self) -> None:
+        """A server a killed or failed run left behind gets SIGTERM (PostgreSQL's smart shutdown)."""
+        pid = postmaster_pid(self.pgdata)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+
 @dataclass
 class ProcessWorld:
     """Both fakes, a working folder and the test database: what an `eva` process is pointed at."""

@@ -3,8 +3,9 @@ channels (two with memory, one the bot cannot read, one never logged) on real Po
 
 The bot is CORE's `EvaBot` from tests/bot/conftest.py (real services, Claude pointed at the
 fake Anthropic) with ingest and the two command extensions; a test module picks them with
-the ``eva_extensions``, ``bot_settings`` and ``world`` fixtures below (imported and named in
-its ``__all__``: pytest finds fixtures in the module's namespace). Messages before the test are
+the ``eva_extensions``, ``bot_settings`` and ``world`` fixtures below (tests/bot/commands/conftest.py
+imports them for its folder; a module elsewhere imports them and names them in its ``__all__``:
+pytest finds fixtures in the module's namespace). Messages before the test are
 seeded through the engine (dated, so answers are predictable); live ones go through ingest.
 """
 

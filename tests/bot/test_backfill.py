@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +86,31 @@ async def texts(
     return [r.text or "" for r in found]
 
 
+LoggedTexts = Callable[[ChannelHandle], Awaitable[list[str]]]
+
+
+@pytest.fixture
+def logged_texts(sessions: async_sessionmaker[AsyncSession], services: Services) -> LoggedTexts:
+    """texts() bound to the test's database and services: a test then asks only for a channel."""
+
+    async def read(channel: ChannelHandle) -> list[str]:
+        return await texts(sessions, channel, services)
+
+    return read
+
+
+async def alice_opens_general(room: Room, text: str) -> simcord.MemberActor:
+    """alice posts `text` in #general while the bot is up, so the chat is logged: backfill
+    walks only chats already in the log."""
+    alice = room.member("alice")
+    await alice.send(room.general, text)
+    return alice
+
+
 async def test_messages_posted_while_away_are_logged_first_in_order(
     room: Room,
     services: Services,
-    sessions: async_sessionmaker[AsyncSession],
+    logged_texts: LoggedTexts,
     history: DiscordHistory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -127,17 +148,16 @@ async def test_messages_posted_while_away_are_logged_first_in_order(
 
     expected = [f"before {k}" for k in range(3)] + [f"while away {k}" for k in range(250)]
     expected += ["live at start", "live during backfill", "after the start"]
-    assert await texts(sessions, general, services) == expected
-    assert await texts(sessions, random, services) == ["random before", "random while away"]
+    assert await logged_texts(general) == expected
+    assert await logged_texts(random) == ["random before", "random while away"]
     assert history.pages >= 3  # 250 messages take three pages of 100
 
 
 async def test_a_resume_backfills_before_live_messages(
-    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession], history: DiscordHistory
+    room: Room, logged_texts: LoggedTexts, history: DiscordHistory
 ) -> None:
     env, _, general = room
-    alice = room.member("alice")
-    await alice.send(general, "before")
+    alice = await alice_opens_general(room, "before")
     # (load_extension imports the module anew, so its class is not this module's IngestCog)
     bot: Any = env.bot
     cog: Any = bot.get_cog("IngestCog")
@@ -146,10 +166,10 @@ async def test_a_resume_backfills_before_live_messages(
     await cog.on_disconnect()
     env.backend.create_message(general.id, alice.id, "missed while disconnected", broadcast=False)
     await alice.send(general, "live after the resume")  # arrives before on_resumed runs
-    assert await texts(sessions, general, services) == ["before"]  # held, not written
+    assert await logged_texts(general) == ["before"]  # held, not written
     await cog.on_resumed()
     assert await ingest_of(env.bot).flush(timeout=10)  # type: ignore[arg-type]
-    assert await texts(sessions, general, services) == [
+    assert await logged_texts(general) == [
         "before",
         "missed while disconnected",
         "live after the resume",
@@ -215,11 +235,10 @@ async def test_a_database_restart_while_messages_flow_loses_none(
 
 
 async def test_a_guild_back_from_an_outage_is_backfilled(
-    room: Room, services: Services, sessions: async_sessionmaker[AsyncSession], history: DiscordHistory
+    room: Room, logged_texts: LoggedTexts, history: DiscordHistory
 ) -> None:
     env, guild, general = room
-    alice = room.member("alice")
-    await alice.send(general, "before the outage")
+    alice = await alice_opens_general(room, "before the outage")
     env.backend.emit("GUILD_DELETE", {"id": str(guild.id), "unavailable": True})
     await env.settle()
     assert env.bot.get_guild(guild.id).unavailable  # type: ignore[union-attr]
@@ -227,4 +246,4 @@ async def test_a_guild_back_from_an_outage_is_backfilled(
     env.backend.emit("GUILD_CREATE", serializers.guild_create_payload(env.backend, env.backend.guilds[guild.id]))
     await env.settle()
     assert await ingest_of(env.bot).flush(timeout=10)  # type: ignore[arg-type]
-    assert await texts(sessions, general, services) == ["before the outage", "said during the outage"]
+    assert await logged_texts(general) == ["before the outage", "said during the outage"]

@@ -26,12 +26,14 @@ async def test_a_delete_and_an_edit_made_while_stopped_are_reconciled_at_the_nex
     fake: FakeDiscord, services: Services, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     ids = fake.ids
-    bot = await start_bot(services)
-    keep = fake.chat.post_user_message(ids.general, ids.alice, "keep these words")
-    gone = fake.chat.post_user_message(ids.general, ids.bob, "bob deleted this later")
-    edit = fake.chat.post_user_message(ids.general, ids.alice, "alice typed this first")
-    await eventually(lambda: row_of(sessions, edit["id"]))
-    await bot.stop()
+    keep, gone, edit = await first_run(
+        fake,
+        services,
+        sessions,
+        (ids.alice, "keep these words"),
+        (ids.bob, "bob deleted this later"),
+        (ids.alice, "alice typed this first"),
+    )
     # Nobody is connected: the next events go nowhere (a new start IDENTIFYs afresh).
     assert not [s for s in fake.gateway.describe() if s["connected"]]
 
@@ -39,7 +41,7 @@ async def test_a_delete_and_an_edit_made_while_stopped_are_reconciled_at_the_nex
     fake.chat.edit_user_message(int(edit["id"]), "alice fixed it while eva was away")
     missed = fake.chat.post_user_message(ids.general, ids.bob, "new while away")
 
-    async with running(services) as bot:
+    async with running(services):
         erased = await row_of(sessions, gone["id"])
         assert erased is not None and erased.erased_at is not None
         assert erased.text is None and erased.author_id is None and erased.author_name is None
@@ -184,7 +186,11 @@ async def test_a_guild_in_an_outage_at_ready_is_kept_and_reconciled_when_it_is_b
 ) -> None:
     ids = fake.ids
     said, doomed = await first_run(
-        fake, services, sessions, (ids.bob, "said before the outage"), (ids.alice, "deleted during the outage")
+        fake,
+        services,
+        sessions,
+        (ids.bob, "said before the outage"),
+        (ids.alice, "deleted during the outage"),
     )
 
     fake.world.start_outage(ids.guild)

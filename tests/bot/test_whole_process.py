@@ -6,10 +6,6 @@ fakes by its settings (DISCORD_API_BASE, DISCORD_GATEWAY_URL, ANTHROPIC_BASE_URL
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import shutil
-import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +20,7 @@ from memory.models import Message
 from tests.bot.world import TINY_MEMORY
 from tests.eva_process import (
     REPO,
+    EmbeddedFolder,
     EvaProcess,
     ProcessWorld,
     embedded_database,
@@ -42,54 +39,50 @@ async def test_eva_run_logs_answers_and_erases(
 ) -> None:
     discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
     eva = await processes.run()
-    try:
-        ready = await eva.wait_for("bot.ready")  # the event run() waited for
-        assert ready["user_id"] == ids.bot and ready["guilds"] == 1
+    ready = await eva.wait_for("bot.ready")  # the event run() waited for
+    assert ready["user_id"] == ids.bot and ready["guilds"] == 1
 
-        hello = discord_fake.chat.post_user_message(ids.general, ids.alice, "hello from alice")
-        row = await eventually(lambda: logged_message(sessions, int(hello["id"])))
-        assert row.text == "hello from alice" and row.author_name == "alice"
+    hello = discord_fake.chat.post_user_message(ids.general, ids.alice, "hello from alice")
+    row = await eventually(lambda: logged_message(sessions, int(hello["id"])))
+    assert row.text == "hello from alice" and row.author_name == "alice"
 
-        if not (REPO / "bot" / "cogs" / "reply.py").is_file():
-            pytest.skip("bot/cogs/reply.py (the reply extension) is not there yet")
-        asked = discord_fake.chat.post_user_message(ids.general, ids.alice, f"<@{ids.bot}> how are you?")
+    if not (REPO / "bot" / "cogs" / "reply.py").is_file():
+        pytest.skip("bot/cogs/reply.py (the reply extension) is not there yet")
+    asked = discord_fake.chat.post_user_message(ids.general, ids.alice, f"<@{ids.bot}> how are you?")
 
-        async def bot_reply() -> dict[str, Any] | None:
-            messages = discord_fake.world.channel_messages(ids.general)
-            mine = [m for m in messages if int(m["author"]["id"]) == ids.bot]
-            return mine[-1] if mine else None
+    async def bot_reply() -> dict[str, Any] | None:
+        messages = discord_fake.world.channel_messages(ids.general)
+        mine = [m for m in messages if int(m["author"]["id"]) == ids.bot]
+        return mine[-1] if mine else None
 
-        reply = await eventually(bot_reply, within=15)
-        assert reply["content"].startswith("Fake reply")
-        assert reply["message_reference"]["message_id"] == asked["id"]
-        assert anthropic_fake.requests("reply"), "the answer came from the model"
-        logged_reply = await eventually(lambda: logged_message(sessions, int(reply["id"])))
-        # Through ingest like any message: "(reply to #1)" points at the question, message #1.
-        assert logged_reply.is_bot and logged_reply.text == reply["content"] + " (reply to #1)"
+    reply = await eventually(bot_reply, within=15)
+    assert reply["content"].startswith("Fake reply")
+    assert reply["message_reference"]["message_id"] == asked["id"]
+    assert anthropic_fake.requests("reply"), "the answer came from the model"
+    logged_reply = await eventually(lambda: logged_message(sessions, int(reply["id"])))
+    # Through ingest like any message: "(reply to #1)" points at the question, message #1.
+    assert logged_reply.is_bot and logged_reply.text == reply["content"] + " (reply to #1)"
 
-        discord_fake.chat.delete_message(int(hello["id"]))
+    discord_fake.chat.delete_message(int(hello["id"]))
 
-        async def erased() -> Message | None:
-            found = await logged_message(sessions, int(hello["id"]))
-            return found if found is not None and found.erased_at is not None else None
+    async def erased() -> Message | None:
+        found = await logged_message(sessions, int(hello["id"]))
+        return found if found is not None and found.erased_at is not None else None
 
-        gone = await eventually(erased)
-        assert gone.text is None and gone.author_name is None and gone.author_id is None
-        assert await eva.terminate() == 0
-        assert any(e.get("event") == "bot.stopped" for e in eva.events)
-        assert not any("Traceback" in line for line in eva.raw)
-    finally:
-        eva.kill()
+    gone = await eventually(erased)
+    assert gone.text is None and gone.author_name is None and gone.author_id is None
+    assert await eva.terminate() == 0
+    assert any(e.get("event") == "bot.stopped" for e in eva.events)
+    assert not any("Traceback" in line for line in eva.raw)
 
 
 async def test_eva_run_starts_cleanly_after_kill_9(
-    fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path
+    fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path, embedded_folder: EmbeddedFolder
 ) -> None:
     discord_fake, anthropic_fake = fakes
     ids = discord_fake.ids
-    data_dir = workdir / "data"
+    data_dir, pgdata = embedded_folder.data_dir, embedded_folder.pgdata
     environment = endpoints(discord_fake, anthropic_fake, data_dir)  # no DATABASE_URL: embedded
-    pgdata = (data_dir / "pg").resolve()
     first = await start_eva(workdir, environment)
     second: EvaProcess | None = None
     engine, sessions = embedded_database(pgdata)
@@ -120,11 +113,6 @@ async def test_eva_run_starts_cleanly_after_kill_9(
         for process in (first, second):
             if process is not None:
                 process.kill()
-        pid = postmaster_pid(pgdata)
-        if pid is not None:  # a failed run left our own server behind: stop it
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 async def test_eva_worker_compacts_what_another_process_logged(
@@ -171,38 +159,35 @@ async def test_eva_run_reconciles_a_delete_and_an_edit_made_while_the_gateway_wa
     events lost) are erased / updated within a minute of the bot reconnecting."""
     discord_fake, ids = processes.discord, processes.discord.ids
     eva = await processes.run()
-    try:
-        doomed = discord_fake.chat.post_user_message(ids.general, ids.bob, "bob takes this back later")
-        fixed = discord_fake.chat.post_user_message(ids.general, ids.alice, "alice made a typo hree")
-        await eventually(lambda: logged_message(sessions, int(fixed["id"])))
+    doomed = discord_fake.chat.post_user_message(ids.general, ids.bob, "bob takes this back later")
+    fixed = discord_fake.chat.post_user_message(ids.general, ids.alice, "alice made a typo hree")
+    await eventually(lambda: logged_message(sessions, int(fixed["id"])))
 
-        await discord_fake.gateway.go_down()  # no session survives: what happens now is never sent
-        discord_fake.chat.delete_message(int(doomed["id"]))
-        discord_fake.chat.edit_user_message(int(fixed["id"]), "alice fixed her typo here")
-        assert discord_fake.gateway.sessions == {}
-        await asyncio.sleep(2.0)  # offline for a while: eva tries to reconnect and is refused
-        discord_fake.gateway.come_back()
-        back_at = asyncio.get_running_loop().time()
+    await discord_fake.gateway.go_down()  # no session survives: what happens now is never sent
+    discord_fake.chat.delete_message(int(doomed["id"]))
+    discord_fake.chat.edit_user_message(int(fixed["id"]), "alice fixed her typo here")
+    assert discord_fake.gateway.sessions == {}
+    await asyncio.sleep(2.0)  # offline for a while: eva tries to reconnect and is refused
+    discord_fake.gateway.come_back()
+    back_at = asyncio.get_running_loop().time()
 
-        async def reconciled() -> bool:
-            gone = await logged_message(sessions, int(doomed["id"]))
-            now = await logged_message(sessions, int(fixed["id"]))
-            return (
-                gone is not None
-                and gone.erased_at is not None
-                and gone.text is None
-                and now is not None
-                and now.text == "alice fixed her typo here"
-            )
+    async def reconciled() -> bool:
+        gone = await logged_message(sessions, int(doomed["id"]))
+        now = await logged_message(sessions, int(fixed["id"]))
+        return (
+            gone is not None
+            and gone.erased_at is not None
+            and gone.text is None
+            and now is not None
+            and now.text == "alice fixed her typo here"
+        )
 
-        await eventually(reconciled, within=60)
-        took = asyncio.get_running_loop().time() - back_at
-        readies = [e for e in eva.events if e.get("event") == "bot.ready"]
-        assert len(readies) == 2, "reconnected with a new session (READY), not a RESUME"
-        # Done by the window compared at READY (its log line may trail the commit a little).
-        await eva.wait_for("reconcile.window_done")
-        print(f"reconciled {took:.1f} s after the gateway came back")
-        assert await eva.terminate() == 0
-        assert not any("Traceback" in line for line in eva.raw)
-    finally:
-        eva.kill()
+    await eventually(reconciled, within=60)
+    took = asyncio.get_running_loop().time() - back_at
+    readies = [e for e in eva.events if e.get("event") == "bot.ready"]
+    assert len(readies) == 2, "reconnected with a new session (READY), not a RESUME"
+    # Done by the window compared at READY (its log line may trail the commit a little).
+    await eva.wait_for("reconcile.window_done")
+    print(f"reconciled {took:.1f} s after the gateway came back")
+    assert await eva.terminate() == 0
+    assert not any("Traceback" in line for line in eva.raw)

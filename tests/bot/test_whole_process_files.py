@@ -20,27 +20,24 @@ async def test_eva_run_sends_an_attached_image_as_one_image_block(
 ) -> None:
     discord_fake, anthropic_fake, ids = processes.discord, processes.anthropic, processes.discord.ids
     eva = await processes.run()
-    try:
-        asked = discord_fake.chat.post_user_message(
-            ids.general,
-            ids.alice,
-            f"<@{ids.bot}> what do you think of my cat?",
-            attachments=[UploadedFile("cat.jpeg", PHOTO, "image/jpeg")],  # Discord's guess, from the name
-        )
+    asked = discord_fake.chat.post_user_message(
+        ids.general,
+        ids.alice,
+        f"<@{ids.bot}> what do you think of my cat?",
+        attachments=[UploadedFile("cat.jpeg", PHOTO, "image/jpeg")],  # Discord's guess, from the name
+    )
 
-        async def reply_request() -> Any:
-            return next(iter(anthropic_fake.requests("reply")), None)
+    async def reply_request() -> Any:
+        return next(iter(anthropic_fake.requests("reply")), None)
 
-        request = await eventually(reply_request, within=15)
-        images = [b for m in request.body["messages"] for b in m["content"] if b["type"] == "image"]
-        assert len(images) == 1
-        assert images[0]["source"]["media_type"] == "image/png"  # from the bytes
-        assert base64.b64decode(images[0]["source"]["data"]) == PHOTO
-        assert request.status == 200
+    request = await eventually(reply_request, within=15)
+    images = [b for m in request.body["messages"] for b in m["content"] if b["type"] == "image"]
+    assert len(images) == 1
+    assert images[0]["source"]["media_type"] == "image/png"  # from the bytes
+    assert base64.b64decode(images[0]["source"]["data"]) == PHOTO
+    assert request.status == 200
 
-        row = await eventually(lambda: logged_message(sessions, int(asked["id"])))
-        assert row.attachments == ["file:cat.jpeg"] and "PNG" not in (row.text or "")
-        assert await eva.terminate() == 0
-        assert not any("Traceback" in line for line in eva.raw)
-    finally:
-        eva.kill()
+    row = await eventually(lambda: logged_message(sessions, int(asked["id"])))
+    assert row.attachments == ["file:cat.jpeg"] and "PNG" not in (row.text or "")
+    assert await eva.terminate() == 0
+    assert not any("Traceback" in line for line in eva.raw)

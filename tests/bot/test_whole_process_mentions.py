@@ -22,32 +22,29 @@ async def test_a_question_with_mentions_reaches_the_model_and_the_log_as_names(
     guild = discord_fake.world.guilds[ids.guild]
     guild.members[ids.bob].nick = "Bobby"  # a nickname: what the guild shows for bob
     eva = await processes.run()
-    try:
-        question = f"<@{ids.bot}> what did <@{ids.alice}> say in <#{ids.general}>?"
-        asked = discord_fake.chat.post_user_message(ids.general, ids.bob, question)
-        edited_by_hand = discord_fake.chat.post_user_message(
-            ids.general, ids.alice, f"<@!{ids.bob}> ask <@&{ids.admin_role}> in <#{ids.random}>"
-        )
+    question = f"<@{ids.bot}> what did <@{ids.alice}> say in <#{ids.general}>?"
+    asked = discord_fake.chat.post_user_message(ids.general, ids.bob, question)
+    edited_by_hand = discord_fake.chat.post_user_message(
+        ids.general, ids.alice, f"<@!{ids.bob}> ask <@&{ids.admin_role}> in <#{ids.random}>"
+    )
 
-        async def answered() -> list[Any]:
-            return [m for m in discord_fake.world.channel_messages(ids.general) if int(m["author"]["id"]) == ids.bot]
+    async def answered() -> list[Any]:
+        return [m for m in discord_fake.world.channel_messages(ids.general) if int(m["author"]["id"]) == ids.bot]
 
-        await eventually(answered, within=20)
-        request = json.dumps(anthropic_fake.requests("reply")[0].body, ensure_ascii=False)
-        assert "@Eva what did @alice say in #general?" in request
-        assert "<@" not in request and "<#" not in request
-        assert str(ids.alice) not in request and str(ids.general) not in request
+    await eventually(answered, within=20)
+    request = json.dumps(anthropic_fake.requests("reply")[0].body, ensure_ascii=False)
+    assert "@Eva what did @alice say in #general?" in request
+    assert "<@" not in request and "<#" not in request
+    assert str(ids.alice) not in request and str(ids.general) not in request
 
-        row = await eventually(lambda: logged_message(sessions, int(asked["id"])))
-        assert row.text == "@Eva what did @alice say in #general?" and row.author_name == "Bobby"
-        assert row.mention_ids == [ids.bot, ids.alice] and row.mention_names == ["Eva", "alice"]
-        other = await eventually(lambda: logged_message(sessions, int(edited_by_hand["id"])))
-        assert other.text == "@Bobby ask @Admin in #random" and other.mention_ids == [ids.bob]
+    row = await eventually(lambda: logged_message(sessions, int(asked["id"])))
+    assert row.text == "@Eva what did @alice say in #general?" and row.author_name == "Bobby"
+    assert row.mention_ids == [ids.bot, ids.alice] and row.mention_names == ["Eva", "alice"]
+    other = await eventually(lambda: logged_message(sessions, int(edited_by_hand["id"])))
+    assert other.text == "@Bobby ask @Admin in #random" and other.mention_ids == [ids.bob]
 
-        async with sessions() as s:
-            texts = (await s.scalars(select(Message.text))).all()
-        assert not any(t and ("<@" in t or "<#" in t) for t in texts)
-        assert await eva.terminate() == 0
-        assert not any("Traceback" in line for line in eva.raw)
-    finally:
-        eva.kill()
+    async with sessions() as s:
+        texts = (await s.scalars(select(Message.text))).all()
+    assert not any(t and ("<@" in t or "<#" in t) for t in texts)
+    assert await eva.terminate() == 0
+    assert not any("Traceback" in line for line in eva.raw)

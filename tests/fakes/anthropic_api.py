@@ -17,7 +17,6 @@ only for a request that gets a message. ``count_tokens`` is never faulted and ne
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import itertools
@@ -43,6 +42,7 @@ from tests.fakes.anthropic_compactor import Compactor, is_compaction_request
 from tests.fakes.anthropic_messages import build_message, output_tokens, write_sse
 from tests.fakes.anthropic_models import BadListQuery, ModelCatalogue, ModelNotFound
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
+from tests.fakes.serving import LocalServer, listening_arguments, serve_until_stopped
 
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _MALFORMED_BODY = b'{"id": "msg_truncated", "type": "mess'
@@ -76,7 +76,7 @@ def _error_response(status: int, error_type: str, message: str, request_id: str)
     return web.json_response(body, status=status, headers={"request-id": request_id})
 
 
-class FakeAnthropic:
+class FakeAnthropic(LocalServer):
     """The fake server. ``script``, ``faults``, ``replier``, ``compactor``, ``cache`` and ``log``
     are the knobs and the record; ``reset()`` clears them; ``advance(s)`` moves the clock."""
 
@@ -90,8 +90,7 @@ class FakeAnthropic:
         min_cacheable_tokens: Mapping[str, int] | None = None,
         api_keys: set[str] | None = None,
     ) -> None:
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.clock: Clock = clock or OffsetClock()
         self.cache = PromptCache(self.clock, min_cacheable_tokens)
         self.script = ScriptQueue()
@@ -103,12 +102,7 @@ class FakeAnthropic:
         self.log: list[LogEntry] = []
         self.models = ModelCatalogue()
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_fake{next(self._ids):06d}"
@@ -146,27 +140,11 @@ class FakeAnthropic:
     async def start(self) -> None:
         self._stopping.clear()
         # handler_cancellation: a client that gives up on a hang cancels the handler.
-        self._runner = web.AppRunner(
-            self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0
-        )
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        if self.port == 0:
-            self.port = int(self._runner.addresses[0][1])  # the port the OS picked
+        await self._listen(self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
 
     async def stop(self) -> None:
         self._stopping.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeAnthropic:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
+        await self._close()
 
     # --- the API -------------------------------------------------------------------------
 
@@ -356,24 +334,16 @@ class FakeAnthropic:
         return web.json_response({"now": self.advance(float(data.get("advance", 0)))})
 
 
-async def _serve(host: str, port: int, overshoot_rate: float) -> None:
-    fake = FakeAnthropic(host=host, port=port, overshoot_rate=overshoot_rate)
-    await fake.start()
-    print(f"fake anthropic listening on {fake.base_url}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await fake.stop()
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Local fake of the Anthropic Messages API")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765, help="0 picks a free port (printed)")
+    parser = listening_arguments(
+        "Local fake of the Anthropic Messages API",
+        default_port=8765,
+        port_help="0 picks a free port (printed)",
+    )
     parser.add_argument("--overshoot-rate", type=float, default=0.0)
     args = parser.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args.host, args.port, args.overshoot_rate))
+    fake = FakeAnthropic(host=args.host, port=args.port, overshoot_rate=args.overshoot_rate)
+    asyncio.run(serve_until_stopped(fake, lambda: f"fake anthropic listening on {fake.base_url}"))
 
 
 if __name__ == "__main__":

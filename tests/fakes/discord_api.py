@@ -26,14 +26,11 @@ discord_rest, discord_control.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
-from types import TracebackType
 
 import yarl
 from aiohttp import web
@@ -46,6 +43,7 @@ from tests.fakes.discord_messages import MessageDesk
 from tests.fakes.discord_model import Json
 from tests.fakes.discord_rest import API_PREFIX, RestApi, make_api_middleware
 from tests.fakes.discord_world import DefaultIds, FakeWorld
+from tests.fakes.serving import LocalServer, listening_arguments, serve_until_stopped
 
 __all__ = ["FakeDiscord", "discord_endpoints_kept", "discord_on_fake", "point_discord_at", "restore_discord_endpoints"]
 
@@ -93,7 +91,7 @@ async def discord_on_fake() -> AsyncIterator[FakeDiscord]:
             restore_discord_endpoints(previous)
 
 
-class FakeDiscord:
+class FakeDiscord(LocalServer):
     def __init__(
         self,
         *,
@@ -105,8 +103,7 @@ class FakeDiscord:
     ) -> None:
         """token=None accepts any bot token; a string makes REST answer 401 and the gateway close 4004
         for any other token."""
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.world = FakeWorld()
         self.chat = MessageDesk(self.world)
         self.commands = CommandRegistry(self.world)
@@ -114,14 +111,12 @@ class FakeDiscord:
         self.gateway = FakeGateway(
             self.world, token=token, shard_count=shard_count, heartbeat_ms=heartbeat_ms
         )
+        # The world's own objects, never replaced (only appended to and cleared): read straight off the fake.
+        self.ids: DefaultIds = self.world.ids
+        self.request_log: list[Json] = self.world.request_log
         self._token = token
-        self._runner: web.AppRunner | None = None
 
     # ----- addresses ---------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     @property
     def api_base(self) -> str:
@@ -134,14 +129,6 @@ class FakeDiscord:
     @property
     def control_url(self) -> str:
         return f"{self.base_url}/_fake"
-
-    @property
-    def ids(self) -> DefaultIds:
-        return self.world.ids
-
-    @property
-    def request_log(self) -> list[Json]:
-        return self.world.request_log
 
     def requests(self, method: str | None = None, path_prefix: str = "") -> list[Json]:
         """Logged REST requests, optionally filtered (path relative to /api/v10, e.g. '/applications/')."""
@@ -161,68 +148,41 @@ class FakeDiscord:
         return app
 
     async def start(self) -> None:
-        runner = web.AppRunner(self.build_app(), handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        await site.start()
-        self._runner = runner
-        address = runner.addresses[0]
-        self.port = int(address[1])
+        await self._listen(self.build_app(), handle_signals=False)
         self.world.cdn_base = self.base_url
         self.gateway.url = self.gateway_url
 
     async def stop(self) -> None:
         await self.gateway.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeDiscord:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.stop()
+        await self._close()
 
     async def drop_connections(self, code: int = CLOSE_RESUMABLE) -> int:
         """Simulate a network drop; discord.py reconnects and RESUMEs (on_resumed)."""
         return await self.gateway.drop_connections(code)
 
 
-async def _serve(args: argparse.Namespace) -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = listening_arguments(
+        "Local fake Discord gateway + REST API for tests",
+        default_port=0,
+        port_help="0 picks a free port (printed on start)",
+    )
+    parser.add_argument("--token", default=None, help="require this bot token (default: accept any)")
+    parser.add_argument("--shards", type=int, default=1, help="shard count reported by GET /gateway/bot")
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     fake = FakeDiscord(host=args.host, port=args.port, token=args.token, shard_count=args.shards)
-    await fake.start()
-    print(
-        json.dumps(
+
+    def addresses() -> str:
+        return json.dumps(
             {
                 "api_base": fake.api_base,
                 "gateway_url": fake.gateway_url,
                 "control_url": fake.control_url,
                 "ids": fake.ids.as_json(),
             }
-        ),
-        flush=True,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(signum, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await fake.stop()
+        )
 
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Local fake Discord gateway + REST API for tests")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
-    parser.add_argument("--token", default=None, help="require this bot token (default: accept any)")
-    parser.add_argument("--shards", type=int, default=1, help="shard count reported by GET /gateway/bot")
-    asyncio.run(_serve(parser.parse_args(argv if argv is not None else sys.argv[1:])))
+    asyncio.run(serve_until_stopped(fake, addresses))
 
 
 if __name__ == "__main__":

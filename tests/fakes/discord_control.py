@@ -144,11 +144,9 @@ class ControlApi(FakeParts):
 
     async def add_member(self, request: web.Request) -> web.Response:
         body = await self._body(request)
+        admin, role_ids = bool(body.get("admin", False)), [int(r) for r in body.get("role_ids", [])]
         member = self.world.add_member(
-            int(body["guild_id"]),
-            int(body["user_id"]),
-            admin=bool(body.get("admin", False)),
-            role_ids=[int(r) for r in body.get("role_ids", [])],
+            int(body["guild_id"]), int(body["user_id"]), admin=admin, role_ids=role_ids
         )
         return json_reply(member.payload())
 

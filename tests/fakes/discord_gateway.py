@@ -20,7 +20,14 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from tests.fakes.discord_model import Json
+from tests.fakes.discord_model import (
+    INTENT_DIRECT_MESSAGES,
+    INTENT_GUILD_MEMBERS,
+    INTENT_GUILD_MESSAGES,
+    INTENT_GUILDS,
+    INTENT_MESSAGE_CONTENT,
+    Json,
+)
 from tests.fakes.discord_world import FakeWorld
 
 OP_DISPATCH, OP_HEARTBEAT, OP_IDENTIFY, OP_RESUME, OP_RECONNECT = 0, 1, 2, 6, 7
@@ -33,11 +40,6 @@ CLOSE_DISALLOWED_INTENTS = 4014  # a privileged intent the application has not e
 # A close code discord.py treats as resumable (anything but 1000/4004/4010-4014 from its side).
 CLOSE_RESUMABLE = 4000
 
-INTENT_GUILDS = 1 << 0
-INTENT_GUILD_MEMBERS = 1 << 1
-INTENT_GUILD_MESSAGES = 1 << 9
-INTENT_DIRECT_MESSAGES = 1 << 12
-INTENT_MESSAGE_CONTENT = 1 << 15
 MESSAGE_EVENTS = ("MESSAGE_CREATE", "MESSAGE_UPDATE", "MESSAGE_DELETE", "MESSAGE_DELETE_BULK")
 GUILD_EVENTS = (
     "GUILD_CREATE",

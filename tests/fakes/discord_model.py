@@ -55,6 +55,13 @@ DEFAULT_EVERYONE_PERMISSIONS = (
     | SEND_MESSAGES_IN_THREADS
 )
 
+# Gateway intent bits the fake checks (Discord docs "Gateway Intents").
+INTENT_GUILDS = 1 << 0
+INTENT_GUILD_MEMBERS = 1 << 1
+INTENT_GUILD_MESSAGES = 1 << 9
+INTENT_DIRECT_MESSAGES = 1 << 12
+INTENT_MESSAGE_CONTENT = 1 << 15
+
 
 class SnowflakeFactory:
     """Issues unique, increasing ids in Discord's snowflake format."""

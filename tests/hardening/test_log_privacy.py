@@ -6,9 +6,6 @@ message text outside PostgreSQL's own files either."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,7 @@ from typing import Any
 import pytest
 import simcord
 
-from tests.eva_process import embedded_database, eventually, logged_message, postmaster_pid, start_eva
+from tests.eva_process import EmbeddedFolder, embedded_database, eventually, logged_message, start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ScriptedReply, tool_use_block
 from tests.fakes.discord_api import FakeDiscord
@@ -137,14 +134,13 @@ def outside_postgres(data_dir: Path) -> list[Path]:
 
 
 async def test_whole_process_logs_and_data_folder_keep_no_message_text(
-    locked_fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path
+    locked_fakes: tuple[FakeDiscord, FakeAnthropic], workdir: Path, embedded_folder: EmbeddedFolder
 ) -> None:
     discord_fake, anthropic_fake = locked_fakes
     ids = discord_fake.ids
-    data_dir = workdir / "data"
-    pgdata = (data_dir / "pg").resolve()
-    eva = await start_eva(workdir, {**secret_environment(discord_fake, anthropic_fake, data_dir), "LOG_LEVEL": "DEBUG"})
-    database, sessions = embedded_database(pgdata)
+    environment = secret_environment(discord_fake, anthropic_fake, embedded_folder.data_dir)
+    eva = await start_eva(workdir, {**environment, "LOG_LEVEL": "DEBUG"})
+    database, sessions = embedded_database(embedded_folder.pgdata)
     try:
         await eva.wait_for("bot.ready")
         posted = [
@@ -171,10 +167,6 @@ async def test_whole_process_logs_and_data_folder_keep_no_message_text(
     finally:
         await database.dispose()
         eva.kill()
-        pid = postmaster_pid(pgdata)
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
     logs = "\n".join(eva.raw)
     assert anthropic_fake.requests("compact") and anthropic_fake.requests("reply")
     assert any('"level": "debug"' in line for line in eva.raw), "LOG_LEVEL=DEBUG was in force"
@@ -182,7 +174,7 @@ async def test_whole_process_logs_and_data_folder_keep_no_message_text(
     assert not leaked(logs, [TOKEN, API_KEY, "SECRET"])
     assert not any("Traceback" in line for line in eva.raw)
     # The bot writes no file of its own: only PostgreSQL's folder, whose server log holds no text.
-    assert outside_postgres(data_dir) == []
-    server_log = pgdata / "log"  # pg_ctl -l
+    assert outside_postgres(embedded_folder.data_dir) == []
+    server_log = embedded_folder.pgdata / "log"  # pg_ctl -l
     assert server_log.is_file() and "database system is ready" in server_log.read_text(errors="replace")
     assert not leaked(server_log.read_text(errors="replace"), [*WORDS, TOKEN, API_KEY])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -34,13 +34,28 @@ async def _no_tools(name: str, args: Any) -> ToolResult:
     raise AssertionError("no tool is offered")
 
 
-def _engine(
-    sessions: Sessions, client: Any, config: MemoryConfig
-) -> tuple[MemoryEngine, Compactor, SimulatedClock]:
+class QuietChat(NamedTuple):
+    client: Any
+    engine: MemoryEngine
+    compactor: Compactor
+    clock: SimulatedClock
+    chat: int
+
+
+async def _quiet_chat(
+    sessions: Sessions, fake: FakeAnthropic, config: MemoryConfig, messages: int
+) -> QuietChat:
+    """A chat of `messages` long messages (each needs the model), quiet long enough to compact."""
+    client = make_client("test", fake.base_url, timeout=5.0, max_retries=0)
     clock = SimulatedClock(START)
     summarizer = AnthropicSummarizer(client, model="claude-haiku-5-5")
     compactor = Compactor(sessions, config, summarizer, clock)
-    return MemoryEngine(sessions, config, compactor=compactor, clock=clock), compactor, clock
+    engine = MemoryEngine(sessions, config, compactor=compactor, clock=clock)
+    chat = await new_chat(engine)
+    for k in range(messages):
+        await engine.append(chat, message(k, f"{WORDS}{k}"))
+    clock.advance(config.quiet_seconds + 1)
+    return QuietChat(client, engine, compactor, clock, chat)
 
 
 async def test_a_rate_limit_pauses_compaction_for_its_retry_after_and_replies_go_through(
@@ -48,12 +63,7 @@ async def test_a_rate_limit_pauses_compaction_for_its_retry_after_and_replies_go
 ) -> None:
     async with FakeAnthropic() as fake:
         fake.faults.fail_next(1, Fault("rate_limit", retry_after=30), match="compact")
-        client = make_client("test", fake.base_url, timeout=5.0, max_retries=0)
-        engine, compactor, clock = _engine(sessions, client, SMALL)
-        chat = await new_chat(engine)
-        for k in range(40):
-            await engine.append(chat, message(k, f"{WORDS}{k}"))
-        clock.advance(SMALL.quiet_seconds + 1)
+        client, engine, compactor, clock, chat = await _quiet_chat(sessions, fake, SMALL, messages=40)
 
         first = await engine.compact(chat)
         limited = fake.requests("compact")
@@ -100,14 +110,9 @@ async def test_a_model_that_ignores_the_multi_task_format_still_gets_every_node_
     async with FakeAnthropic() as fake:
         model = OnePlainLine()
         fake.compactor = model  # type: ignore[assignment]
-        client = make_client("test", fake.base_url, timeout=5.0, max_retries=0)
-        engine, _, clock = _engine(sessions, client, config)
-        chat = await new_chat(engine)
-        for k in range(24):
-            await engine.append(chat, message(k, f"{WORDS}{k}"))
-        clock.advance(config.quiet_seconds + 1)
-        report = await asyncio.wait_for(engine.compact(chat, until_idle=True), timeout=60)
-        await client.close()
+        quiet = await _quiet_chat(sessions, fake, config, messages=24)
+        report = await asyncio.wait_for(quiet.engine.compact(quiet.chat, until_idle=True), timeout=60)
+        await quiet.client.close()
     assert 4 in model.steps_asked, "the multi-task calls were tried first"
     assert model.steps_asked[-1] == 1, "the failed tasks were then sent alone"
     assert report.swaps >= 1
@@ -115,6 +120,6 @@ async def test_a_model_that_ignores_the_multi_task_format_still_gets_every_node_
         leaves = await s.scalar(
             select(func.count()).select_from(TreeNode).where(TreeNode.level == 0, TreeNode.by_model)
         )
-        state = (await s.execute(select(MemoryRow).where(MemoryRow.chat_id == chat))).scalar_one()
+        state = (await s.execute(select(MemoryRow).where(MemoryRow.chat_id == quiet.chat))).scalar_one()
     assert state.staged is None and not state.needs_repair
     assert leaves == state.boundary  # every leaf under the row was written by the model

@@ -256,18 +256,35 @@ def test_missing_file(tmp_path: Path, reader: Any) -> None:
         (_line(0) + _line(1, i="1"), r"line 2: 'i' must be an integer"),
         (_line(0) + _line(1) + _line(2)[:30], r"^bad\.jsonl line 3: truncated"),
         ("\n\n", r"^bad\.jsonl: empty file"),
+        (_line(0).encode() + b'{"i": 1, "author": "\xff\xfe"}\n', r"^bad\.jsonl line 2: not valid UTF-8"),
     ],
 )
-def test_bad_jsonl(tmp_path: Path, content: str, expected: str) -> None:
+def test_bad_jsonl(tmp_path: Path, content: str | bytes, expected: str) -> None:
     path = _write(tmp_path / "bad.jsonl", content)
     with pytest.raises(ImportFormatError, match=expected):
         list(read_jsonl(path))
 
 
-def test_bad_utf8_names_the_line(tmp_path: Path) -> None:
-    path = _write(tmp_path / "bad.jsonl", _line(0).encode() + b'{"i": 1, "author": "\xff\xfe"}\n')
-    with pytest.raises(ImportFormatError, match=r"^bad\.jsonl line 2: not valid UTF-8"):
-        list(read_jsonl(path))
+@pytest.mark.parametrize(
+    ("name", "content", "reader", "expected"),
+    [
+        ("notes.txt", "hello\n", detect_format, r"^notes\.txt line 1: not a JSON object"),
+        (
+            "chat.json",
+            '{\n  "guild": {},\n  "messages": [1 2]\n}\n',
+            read_dce,
+            r"^chat\.json line 3: not valid JSON",
+        ),
+        ("chat.json", b'{\n  "messages": ["\xff"]\n}\n', read_dce, r"^chat\.json: not valid UTF-8"),
+    ],
+    ids=["not-an-export", "dce-syntax-error-names-the-line", "dce-bad-utf8"],
+)
+def test_a_broken_file_is_named_in_the_error(
+    tmp_path: Path, name: str, content: str | bytes, reader: Any, expected: str
+) -> None:
+    path = _write(tmp_path / name, content)
+    with pytest.raises(ImportFormatError, match=expected):
+        reader(path)
 
 
 def test_empty_file_fails_at_once(tmp_path: Path) -> None:
@@ -275,12 +292,6 @@ def test_empty_file_fails_at_once(tmp_path: Path) -> None:
     with pytest.raises(ImportFormatError, match=r"^empty\.jsonl: empty file"):
         read_jsonl(path)
     with pytest.raises(ImportFormatError, match="empty file"):
-        detect_format(path)
-
-
-def test_not_an_export(tmp_path: Path) -> None:
-    path = _write(tmp_path / "notes.txt", "hello\n")
-    with pytest.raises(ImportFormatError, match=r"^notes\.txt line 1: not a JSON object"):
         detect_format(path)
 
 
@@ -295,18 +306,6 @@ def test_dce_truncated_names_the_line(tmp_path: Path) -> None:
     full = _dce_file(tmp_path / "full.json", [_dce_message(1), _dce_message(2)]).read_text()
     path = _write(tmp_path / "cut.json", full[: len(full) // 2])
     with pytest.raises(ImportFormatError, match=r"^cut\.json line \d+: truncated"):
-        read_dce(path)
-
-
-def test_dce_syntax_error_names_the_line(tmp_path: Path) -> None:
-    path = _write(tmp_path / "chat.json", '{\n  "guild": {},\n  "messages": [1 2]\n}\n')
-    with pytest.raises(ImportFormatError, match=r"^chat\.json line 3: not valid JSON"):
-        read_dce(path)
-
-
-def test_dce_bad_utf8(tmp_path: Path) -> None:
-    path = _write(tmp_path / "chat.json", b'{\n  "messages": ["\xff"]\n}\n')
-    with pytest.raises(ImportFormatError, match=r"^chat\.json: not valid UTF-8"):
         read_dce(path)
 
 

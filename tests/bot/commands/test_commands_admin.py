@@ -12,21 +12,9 @@ from bot.tree import NEED_MANAGE_SERVER
 from memory.errors import UserFacingError
 from memory.log import NewMessage
 from memory.models import TreeNode
-from tests.bot.commands_world import (
-    START,
-    World,
-    bot_settings,
-    causes,
-    counts,
-    eva_extensions,
-    reply_text,
-    world,
-)
+from tests.bot.commands_world import START, World, causes, counts, reply_text
 
 SUBCOMMANDS = {f"memory {name}" for name in ("status", "view", "node", "compact", "pause", "resume", "wipe")}
-
-
-__all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
 
 
 async def test_memory_is_hidden_from_members_and_refused_even_when_an_admin_allows_them(

@@ -11,19 +11,7 @@ from bot.cogs.people import NO_MEMORY_HERE, address_choices, zoom_text
 from bot.pagination import PAGE_CHARS, paginate
 from memory.errors import BadRequest, UserFacingError
 from memory.models import Message
-from tests.bot.commands_world import (
-    LONG_MESSAGE_INDEX,
-    World,
-    authored,
-    bot_settings,
-    causes,
-    counts,
-    eva_extensions,
-    reply_text,
-    world,
-)
-
-__all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
+from tests.bot.commands_world import LONG_MESSAGE_INDEX, World, authored, causes, counts, reply_text
 
 
 async def test_zoom_answers_from_the_channel_it_is_used_in(world: World) -> None:

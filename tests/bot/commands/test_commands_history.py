@@ -8,9 +8,7 @@ import discord
 from bot.cogs.people import NO_HISTORY_HERE
 from memory.errors import UserFacingError
 from memory.log import ChatKey
-from tests.bot.commands_world import World, bot_settings, causes, eva_extensions, message, reply_text, world
-
-__all__ = ["bot_settings", "eva_extensions", "world"]  # fixtures
+from tests.bot.commands_world import World, causes, message, reply_text
 
 
 async def test_zoom_and_recall_need_read_message_history_there(world: World) -> None:
