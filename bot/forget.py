@@ -8,6 +8,8 @@ server's channels and threads; in DMs (guild None) their direct-message memory. 
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import structlog
 
 from bot.services import Services
@@ -35,15 +37,8 @@ async def forget_person(services: Services, guild_id: int | None, user_id: int, 
         await services.engine.opt_out(guild_id, user_id)
         await refresh_opt_outs(services, guild_id)
     report = await services.engine.erase_author(guild_id, user_id)
-    log.info(
-        "forget.done",
-        guild_id=guild_id,
-        user_id=user_id,
-        messages=report.messages,
-        lines=report.nodes,
-        chats=report.chats,
-        opt_out=opt_out,
-    )
+    # Counts only (messages, nodes, chats, mentions): never the erased words.
+    log.info("forget.done", guild_id=guild_id, user_id=user_id, opt_out=opt_out, **asdict(report))
     if report.messages == 0:
         text = "I had no messages of yours to erase."
     elif guild_id is None:

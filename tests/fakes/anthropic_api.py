@@ -169,10 +169,19 @@ class FakeAnthropic(LocalServer):
             raise InvalidRequest(f"There was an issue with the format of your request: {exc}") from exc
         return entry.body
 
+    def _known_model(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The real API answers a model id it does not serve with 404 not_found_error
+        ("model: <id>"), for messages and count_tokens alike; an alias is served."""
+        try:
+            self.models.find(body["model"])
+        except ModelNotFound as exc:
+            raise InvalidRequest(str(exc), 404, "not_found_error") from None
+        return body
+
     async def _handle_count_tokens(self, request: web.Request) -> web.StreamResponse:
         entry = self._begin(request)
         try:
-            body = validate_request(await self._read_body(request, entry), count_tokens=True)
+            body = self._known_model(validate_request(await self._read_body(request, entry), count_tokens=True))
         except InvalidRequest as exc:
             entry.status = exc.status
             return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
@@ -213,7 +222,7 @@ class FakeAnthropic(LocalServer):
     async def _handle_messages(self, request: web.Request) -> web.StreamResponse:
         entry = self._begin(request)
         try:
-            body = validate_request(await self._read_body(request, entry))
+            body = self._known_model(validate_request(await self._read_body(request, entry)))
         except InvalidRequest as exc:
             entry.status = exc.status
             return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)

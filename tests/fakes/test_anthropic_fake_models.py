@@ -56,3 +56,17 @@ async def test_list_pages_newest_first_and_filters_by_lifecycle(fake: FakeAnthro
     with pytest.raises(anthropic.BadRequestError):
         await client.models.list(limit=0)
     await client.close()
+
+
+async def test_a_message_to_a_model_the_api_does_not_serve_is_404(fake: FakeAnthropic) -> None:
+    client = sdk(fake)
+    ask = [{"role": "user", "content": "hi"}]
+    with pytest.raises(anthropic.NotFoundError) as missing:
+        await client.messages.create(model="claude-sonnet-9-9", max_tokens=10, messages=ask)  # type: ignore[arg-type]
+    assert missing.value.body["error"] == {"type": "not_found_error", "message": "model: claude-sonnet-9-9"}  # type: ignore[index]
+    with pytest.raises(anthropic.NotFoundError):
+        await client.messages.count_tokens(model="claude-sonnet-9-9", messages=ask)  # type: ignore[arg-type]
+    answered = await client.messages.create(model="claude-haiku-4-5", max_tokens=10, messages=ask)  # type: ignore[arg-type]
+    assert answered.type == "message"  # an alias is served
+    assert [entry.status for entry in fake.log] == [404, 404, 200]
+    await client.close()
