@@ -17,13 +17,10 @@ import itertools
 import time
 from pathlib import Path
 
-from memory import migrate, row_audit
+from memory import build, migrate, row_audit
 from memory.bulk import fresh_database
-from memory.clock import WallClock
-from memory.compactor import Compactor
 from memory.config import MemoryConfig
 from memory.database import make_engine, make_sessions
-from memory.engine import MemoryEngine
 from memory.fake_summarizer import FakeSummarizer
 from memory.importers import read_jsonl
 from memory.log import ChatKey, NewMessage
@@ -42,8 +39,7 @@ async def run(messages: int, database_url: str) -> None:
     await migrate.upgrade(engine)
     sessions = make_sessions(engine)
     config = MemoryConfig()
-    compactor = Compactor(sessions, config, FakeSummarizer(), WallClock())
-    memory = MemoryEngine(sessions, config, compactor=compactor)
+    memory = build(sessions, config, FakeSummarizer())
     chat = await memory.ensure_chat(ChatKey("imported", "ubuntu"))
     records = list(itertools.islice(read_jsonl(CORPUS), messages))
     batch = [

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.log_setup import configure_logging
-from memory import migrate, row_audit
+from memory import build, migrate, row_audit
 from memory.bulk import Sessions, fresh_database
 from memory.clock import SimulatedClock
 from memory.compactor import Compactor
@@ -114,7 +114,9 @@ async def replay(
         context_strict=False,
     )
     clock = hooks.clock if hooks is not None else SimulatedClock()
-    compactor = Compactor(sessions, config, hooks.wrap(summarizer) if hooks else summarizer, clock)
+    wrapped = hooks.wrap(summarizer) if hooks else summarizer
+    compactor = build(sessions, config, wrapped, clock=clock).compactor
+    assert compactor is not None  # build makes one for a summarizer
     result = ReplayResult(
         corpus=corpus.name, size_model=size_model_description(config.node_bytes, overshoot_rate)
     )

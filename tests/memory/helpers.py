@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory import build
 from memory.clock import SimulatedClock
-from memory.compactor import Compactor
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
 from memory.fake_summarizer import FakeSummarizer
@@ -40,8 +40,7 @@ def make_engine(
 ) -> tuple[MemoryEngine, FakeSummarizer, SimulatedClock]:
     summarizer = summarizer or FakeSummarizer(node_bytes=config.node_bytes, tries=config.tries)
     clock = SimulatedClock(START)
-    compactor = Compactor(sessions, config, summarizer, clock)
-    return MemoryEngine(sessions, config, compactor=compactor, clock=clock), summarizer, clock
+    return build(sessions, config, summarizer, clock=clock), summarizer, clock
 
 
 def message(
