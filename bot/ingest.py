@@ -297,12 +297,13 @@ class Ingest:
         """Log one message unless its author opted out; its index, or None (skipped or duplicate)."""
         if await self._opted_out(message):
             return None
-        reply_index = None
-        if (replied := replied_snowflake(message)) is not None:
-            reply_index = await self.engine.index_of_snowflake(chat_id, replied)
         rendered = await self.mentions.render(message, visible(message)[0], await self.hidden_people(message))
         try:
-            index = await self.engine.append(chat_id, message_to_new(message, reply_index, rendered))
+            # One transaction: the reply target is looked up under the chat's lock, then appended
+            # (a separate lookup first was one more BEGIN/SELECT/COMMIT per message).
+            (index,) = await self.engine.append_replies(
+                chat_id, [(message_to_new(message, None, rendered), replied_snowflake(message))]
+            )
         except DuplicateEntry:
             return None  # the same snowflake, appended by a racing writer
         if index is not None and self.services.scheduler is not None:
