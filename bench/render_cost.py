@@ -108,7 +108,8 @@ the rolling summary's replies are accounted under the same policy.
 
 Before: the same engine with `{BEFORE}` (bench/baselines.py `before_config`: each call its own
 context of lines before its first task on a 16 KB grid, all calls at once, 4 tasks a call, every
-overshoot asked again in a second request), replies with 5-minute marks. After: one context per
-pass shared by its calls (the lead call alone writes it, the rest read it),
+overshoot asked again in a second request), replies with 5-minute marks. After: one shared
+context a row (its oldest lines up to {c.plan.config.min_context_bytes // 1000} KB, written by one call
+and read by the later ones; the ruler and the answer form in the cached system prompt),
 {c.plan.config.tasks_per_call} tasks a call, overshoots of up to {c.plan.config.trim_slack} bytes cut
 at a word boundary, replies with per-chat lifetimes."""
