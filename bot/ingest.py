@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import discord
@@ -36,7 +36,7 @@ from bot.chats import message_to_new as message_to_new
 from bot.ingest_queue import Append, Backfill, ChannelQueue, Edit, Erase, Op, parent_id, transient
 from bot.mentions import MentionLookup
 from bot.reconcile import Reconcile, run_page
-from memory import Rendered
+from memory import NewMessage, Rendered
 from memory.errors import DuplicateEntry
 
 if TYPE_CHECKING:
@@ -237,8 +237,7 @@ class Ingest:
     # --- writing
     async def _apply(self, q: ChannelQueue, op: Op) -> None:
         if isinstance(op, Append):
-            me, author = self.bot.user, op.message.author
-            person = author if is_dm(op.message.channel) and (me is None or author.id != me.id) else None
+            person = self._dm_person(op.message.channel, [op.message])
             chat_id = await self.chat_of(q, op.message.channel, person)
             if chat_id is not None:
                 await self.store(chat_id, op.message)
@@ -268,21 +267,11 @@ class Ingest:
     async def _apply_appends(self, q: ChannelQueue, batch: list[Append]) -> None:
         """Several messages of one channel in one transaction, in order (what store() does for
         each, batched: one chat lookup, one statement per message)."""
-        channel, me = batch[0].message.channel, self.bot.user
-        person = None  # who a DM is with: its first message not written by the bot
-        if is_dm(channel):
-            authors = (op.message.author for op in batch)
-            person = next((a for a in authors if me is None or a.id != me.id), None)
-        chat_id = await self.chat_of(q, channel, person)
+        channel = batch[0].message.channel
+        chat_id = await self.chat_of(q, channel, self._dm_person(channel, [op.message for op in batch]))
         if chat_id is None:
             return
-        items = []
-        for op in batch:
-            if await self._opted_out(op.message):
-                continue
-            hidden = await self.hidden_people(op.message)
-            rendered = await self.mentions.render(op.message, visible(op.message)[0], hidden)
-            items.append((message_to_new(op.message, None, rendered), replied_snowflake(op.message)))
+        items = [item for op in batch if (item := await self._loggable_item(op.message)) is not None]
         indexes = await self.engine.append_replies(chat_id, items)
         if any(index is not None for index in indexes) and self.services.scheduler is not None:
             self.services.scheduler.mark_dirty(chat_id)
@@ -293,17 +282,28 @@ class Ingest:
             self.channel_of_chat[chat_id] = q.channel_id
         return chat_id
 
-    async def store(self, chat_id: int, message: discord.Message) -> int | None:
-        """Log one message unless its author opted out; its index, or None (skipped or duplicate)."""
+    def _dm_person(self, channel: Any, messages: Sequence[discord.Message]) -> Any:
+        """Who a DM is with: the first of ``messages`` not written by the bot (None elsewhere)."""
+        if not is_dm(channel):
+            return None
+        me = self.bot.user
+        return next((m.author for m in messages if me is None or m.author.id != me.id), None)
+
+    async def _loggable_item(self, message: discord.Message) -> tuple[NewMessage, int | None] | None:
+        """The message as logged (mentions as names) and the snowflake it replies to; None: opted out."""
         if await self._opted_out(message):
             return None
         rendered = await self.mentions.render(message, visible(message)[0], await self.hidden_people(message))
+        return message_to_new(message, None, rendered), replied_snowflake(message)
+
+    async def store(self, chat_id: int, message: discord.Message) -> int | None:
+        """Log one message unless its author opted out; its index, or None (skipped or duplicate)."""
+        item = await self._loggable_item(message)
+        if item is None:
+            return None
         try:
-            # One transaction: the reply target is looked up under the chat's lock, then appended
-            # (a separate lookup first was one more BEGIN/SELECT/COMMIT per message).
-            (index,) = await self.engine.append_replies(
-                chat_id, [(message_to_new(message, None, rendered), replied_snowflake(message))]
-            )
+            # One transaction: the reply target found under the chat's lock, then the append.
+            (index,) = await self.engine.append_replies(chat_id, [item])
         except DuplicateEntry:
             return None  # the same snowflake, appended by a racing writer
         if index is not None and self.services.scheduler is not None:
