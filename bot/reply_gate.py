@@ -134,6 +134,16 @@ class ReplyGate:
             log.warning("reply.settings_read_failed", guild_id=guild_id, error=type(exc).__name__)
             return self.settings.reply_model
 
+    async def timezone_for(self, guild_id: int | None) -> str:
+        """The server's time zone (/settings timezone), for a turn that reads no memory."""
+        if guild_id is None:
+            return self.settings.timezone
+        try:
+            return (await policy_of(self.services, guild_id)).timezone
+        except Exception as exc:  # the time in the note is the host's then; nothing else changes
+            log.warning("reply.settings_read_failed", guild_id=guild_id, error=type(exc).__name__)
+            return self.settings.timezone
+
     async def check(self, message: discord.Message) -> Verdict:
         ids = {"channel_id": message.channel.id, "user_id": message.author.id}
         try:

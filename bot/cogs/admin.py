@@ -2,8 +2,12 @@
 
 The group is guild-only and defaults to the Manage Server permission, but a server admin
 can override that default for anyone (Server Settings > Integrations), so every command
-checks the permission again when it runs. A ``channel`` option must be one the invoker
-can read and the bot can read; anything else gets one clear ephemeral line.
+checks the permission again when it runs. Every command acts only on a channel the invoker
+can read (View Channel and Read Message History), the one it is used in included: Manage
+Server is not a way to read what a channel hides, and showing or changing the memory of a
+channel one cannot read is refused alike (status tells when its last message was, wipe how
+many it holds). A ``channel`` option must also be one the bot can read; anything else gets
+one clear ephemeral line.
 """
 
 from __future__ import annotations
@@ -61,11 +65,13 @@ class MemoryAdmin(ManagersCog):
         if channel is None:
             channel_id = interaction.channel_id or 0
             label = f"<#{channel_id}>"
+            mine = interaction.permissions  # the invoker's, in the channel the command is used in
         else:
             channel_id, label = channel.id, channel.mention
             mine = channel.permissions  # the invoker's permissions there, resolved by Discord
-            if not (mine.view_channel and mine.read_message_history):
-                raise UserFacingError(f"You cannot read {label}, so I will not show or change its memory.")
+        if not (mine.view_channel and mine.read_message_history):
+            raise UserFacingError(f"You cannot read {label}, so I will not show or change its memory.")
+        if channel is not None:
             guild = interaction.guild
             resolved = guild.get_channel_or_thread(channel_id) if guild is not None else None
             me = guild.me if guild is not None else None

@@ -80,7 +80,8 @@ class People(ServicesCog):
         if interaction.channel_id is None:
             raise UserFacingError(NO_MEMORY_HERE)
         # Discord resolves the member's permissions in this channel; a DM has none to check.
-        if interaction.guild_id is not None and not interaction.permissions.read_message_history:
+        mine = interaction.permissions
+        if interaction.guild_id is not None and not (mine.view_channel and mine.read_message_history):
             raise UserFacingError(NO_HISTORY_HERE)
         chat = await self.services.engine.chat_by_discord_id(interaction.channel_id)
         if chat is None:

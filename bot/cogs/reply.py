@@ -10,6 +10,8 @@ DEBOUNCE_SECONDS, so a burst of messages gets one answer. A trigger inside its a
 cooldown in that channel is held until the cooldown ends, then queued with whatever the same
 person sent meanwhile (bot/cooldown.py). Files of the triggers are read for the turn
 (bot/attachments.py), and with STREAM_REPLIES the answer grows on screen (bot/live_reply.py).
+A reply reads only what its asker may read: someone denied the channel's history is answered
+by a turn of their own without the memory (bot/reply_access.py).
 The cog never logs a message itself: ingest logs every message, the bot's own replies
 included; a turn waits for ingest to flush its chat so the trigger is in the tail it reads.
 
@@ -32,11 +34,11 @@ import structlog
 from discord.ext import commands
 
 from bot.attachments import FileLimits, file_blocks, read_files, turn_sources
-from bot.chats import chat_for_channel, is_dm, visible
+from bot.chats import chat_for_channel, is_dm
 from bot.cooldown import CooldownGate
-from bot.core.cache_policy import TurnGaps
+from bot.core.cache_policy import ALL_FIVE_MINUTES, TurnGaps
 from bot.core.prompts import system_prompt
-from bot.core.tools import TOOLS, ToolContext, ToolResult, run_tool
+from bot.core.tools import TOOLS, TOOLS_WITHOUT_MEMORY, ToolContext, ToolResult, run_tool
 from bot.core.turn import Trigger, TurnNote, TurnResult, run_turn
 from bot.forget_button import post_forget_confirmation
 from bot.limits import (
@@ -48,7 +50,14 @@ from bot.limits import (
     record_turn_usage,
 )
 from bot.live_reply import REPLY_MENTIONS, LiveReply
-from bot.mentions import shown_text
+from bot.reply_access import (
+    WITHOUT_MEMORY_LINE,
+    TurnGroup,
+    plan_turns,
+    reads_history,
+    shown_trigger,
+    turn_without_memory,
+)
 from bot.reply_gate import ReplyGate
 from bot.services import Services, services_of
 from bot.splitting import split_message
@@ -223,8 +232,17 @@ class ReplyCog(commands.Cog):
             queue.worker = None
 
     async def answer(self, batch: list[discord.Message]) -> None:
-        """One turn for these triggers (oldest first); the reply answers the last one."""
-        trigger = batch[-1]
+        """The turns for these triggers (oldest first): one with the memory for the askers who
+        may read this chat, one without it for each other asker (bot/reply_access.py)."""
+        groups = plan_turns(batch, reads_history)
+        apart = tuple(m for group in groups if not group.memory for m in group.messages)
+        for group in groups:
+            await self._answer(group, apart if group.memory else ())
+
+    async def _answer(self, group: TurnGroup[discord.Message], apart: tuple[discord.Message, ...]) -> None:
+        """One turn; the reply answers its last trigger. ``apart``: triggers of this chat that
+        another turn answers without the memory."""
+        trigger = group.messages[-1]
         guild_id = trigger.guild.id if trigger.guild else None
         ids = {"channel_id": trigger.channel.id, "message_id": trigger.id}
         result: TurnResult | None = None
@@ -239,12 +257,14 @@ class ReplyCog(commands.Cog):
             if chat_id is None:
                 return
             async with typing_indicator(trigger.channel):
-                result = await self._think(chat_id, guild_id, batch, live)
+                result = await self._think(chat_id, guild_id, group, apart, live)
             if result.failure is not None:
                 log.warning("reply.claude_failed", chat_id=chat_id, **ids, reason=result.failure)
                 text = CLAUDE_DOWN_NOTE
             else:
                 text = result.text or EMPTY_REPLY_NOTE
+                if not group.memory:  # say why nothing earlier is remembered for them
+                    text = f"{text}\n\n{WITHOUT_MEMORY_LINE}"
                 log.info(
                     "reply.answered",
                     chat_id=chat_id,
@@ -254,6 +274,7 @@ class ReplyCog(commands.Cog):
                     step_limited=result.step_limited,
                     continued=result.continued,
                     cut=result.cut,
+                    memory=group.memory,
                 )
         except Exception as exc:
             # The traceback is rendered without the message (bot/log_tracebacks.py).
@@ -275,20 +296,34 @@ class ReplyCog(commands.Cog):
         return chat_id
 
     async def _think(
-        self, chat_id: int, guild_id: int | None, batch: list[discord.Message], live: LiveReply | None
+        self,
+        chat_id: int,
+        guild_id: int | None,
+        group: TurnGroup[discord.Message],
+        apart: tuple[discord.Message, ...],
+        live: LiveReply | None,
     ) -> TurnResult:
-        ingest = self.services.ingest
-        if ingest is not None:
-            await ingest.flush(chat_id, timeout=FLUSH_TIMEOUT)
-        triggers = tuple([await self._trigger(chat_id, message) for message in batch])
-        view = await self.services.engine.prompt_view(chat_id)
-        note = TurnNote(self.services.clock.now(), view.timezone, triggers)
+        batch, engine = list(group.messages), self.services.engine
+        if group.memory:
+            ingest = self.services.ingest
+            if ingest is not None:
+                await ingest.flush(chat_id, timeout=FLUSH_TIMEOUT)
+            now = self.services.clock.now()
+            triggers = tuple([await self._trigger(chat_id, message) for message in batch])
+            elsewhere = [await self._trigger(chat_id, message) for message in apart]
+            view = await engine.prompt_view(chat_id)
+            apart_shown = tuple(t for t in elsewhere if t.index is not None)  # in the tail
+            note = TurnNote(now, view.timezone, triggers, answered_apart=apart_shown)
+            sources = await turn_sources(engine, chat_id, batch)
+            tools, lifetimes = TOOLS, self.turn_gaps.lifetimes(chat_id, now)
+        else:  # nothing of the chat: not its row, its tail, its files, nor its indexes
+            timezone, now = await self.gate.timezone_for(guild_id), self.services.clock.now()
+            view, note, sources = await turn_without_memory(self.services, chat_id, timezone, batch, now)
+            tools, lifetimes = TOOLS_WITHOUT_MEMORY, ALL_FIVE_MINUTES
         limits = FileLimits(
             self.settings.image_max_bytes, self.settings.image_max_count, self.settings.text_file_max_bytes
         )
-        files = file_blocks(
-            await read_files(await turn_sources(self.services.engine, chat_id, batch), limits)
-        )
+        files = file_blocks(await read_files(sources, limits))
         asker = batch[-1]
 
         async def ask_forget() -> None:
@@ -297,12 +332,13 @@ class ReplyCog(commands.Cog):
             )
 
         context = ToolContext(
-            engine=self.services.engine,
+            engine=engine,
             chat_id=chat_id,
             asker_id=asker.author.id,
             asker_name=asker.author.display_name,
             result_bytes=self.settings.tool_result_bytes,
             ask_forget=ask_forget,
+            reads_memory=group.memory,
         )
 
         async def tool(name: str, args: Any) -> ToolResult:
@@ -313,24 +349,21 @@ class ReplyCog(commands.Cog):
             model=await self.gate.model_for(guild_id),
             max_tokens=self.settings.reply_max_tokens,
             system=self.system,
-            tools=TOOLS,
+            tools=tools,
             view=view,
             note=note,
             max_steps=self.settings.tool_steps,
             run_tool=tool,
             files=files,
             progress=live,
-            lifetimes=self.turn_gaps.lifetimes(chat_id, note.now),
+            lifetimes=lifetimes,
         )
 
     async def _trigger(self, chat_id: int, message: discord.Message) -> Trigger:
-        index = await self.services.engine.index_of_snowflake(chat_id, message.id)
-        text = None
-        if index is None:  # not logged (opted out, paused): shown in this turn's note only
-            content, tags = visible(message)
-            content = await shown_text(self.services, message, content)
-            text = " ".join([content, *tags]).strip()
-        return Trigger(message.author.display_name, message.author.id, index, text)
+        # Not logged (opted out, paused, or ingest late): its words are shown in this turn's note.
+        return await shown_trigger(
+            self.services, message, await self.services.engine.index_of_snowflake(chat_id, message.id)
+        )
 
     async def _record(self, chat_id: int | None, guild_id: int | None, result: TurnResult) -> None:
         try:

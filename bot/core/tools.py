@@ -73,12 +73,20 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 TOOL_NAMES = frozenset(tool["name"] for tool in TOOLS)
+MEMORY_TOOLS = frozenset({"zoom", "recall"})  # the tools that read the chat's memory
+# A turn for someone who may not read the chat's history (bot/reply_access.py) offers only
+# forget_me, and refuses the others even if the model calls them anyway.
+TOOLS_WITHOUT_MEMORY: list[dict[str, Any]] = [tool for tool in TOOLS if tool["name"] not in MEMORY_TOOLS]
 FORGET_ASKED = (
     "Asked for confirmation: {name} now sees a button only they can press. Nothing is erased "
     "unless they press it. Tell them to press Confirm."
 )
 FORGET_ALREADY_ASKED = "The confirmation button is already shown to {name} this turn."
 TOOL_UNAVAILABLE = "The memory cannot be read right now. Answer without it, and say so if it matters."
+MEMORY_CLOSED = (
+    "{name} cannot read this channel's message history, so the memory is closed for this reply. "
+    "Answer without it."
+)
 FORGET_NO_ARGUMENTS = (
     "forget_me takes no arguments: it only ever erases the person you are answering ({name}), "
     "after they confirm. Nobody else can be forgotten this way; they can ask you themselves or "
@@ -110,6 +118,7 @@ class ToolContext:
     # Shows the asker the confirmation button (bot/forget_button.py: post_forget_confirmation).
     ask_forget: Callable[[], Awaitable[None]]
     forget_asked: bool = False
+    reads_memory: bool = True  # False: the asker may not read this chat's history
 
 
 def cap_result(text: str, limit_bytes: int) -> str:
@@ -177,6 +186,8 @@ async def run_tool(ctx: ToolContext, name: str, args: Any) -> ToolResult:
     """Run one tool call; never raises for a bad call (the model gets the sentence instead)."""
     if not isinstance(args, Mapping):
         return ToolResult("tool input must be an object", is_error=True)
+    if name in MEMORY_TOOLS and not ctx.reads_memory:
+        return ToolResult(MEMORY_CLOSED.format(name=ctx.asker_name), is_error=True)
     try:
         if name == "zoom":
             text = await _zoom(ctx, args)

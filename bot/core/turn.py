@@ -62,6 +62,17 @@ CONTINUE_NOTE = (
     "(Your reply was cut off by the length limit. Continue it exactly where it stopped, without "
     "repeating anything, and bring it to an end soon.)"
 )
+# A turn for someone who may not read this chat's history (bot/reply_access.py).
+WITHOUT_MEMORY_NOTE = (
+    "{name} cannot read this channel's message history, so your memory of this chat is left out "
+    "for them: no memory lines, no tail, no zoom or recall. Answer only from what they wrote "
+    "(shown below); if they ask about anything said before, tell them you can't share this channel's "
+    "past with them."
+)
+ANSWERED_APART_NOTE = (
+    "{name}'s message #{index} gets a reply of its own, without your memory ({name} cannot read "
+    "this channel's message history): do not answer it in this reply."
+)
 
 _TAIL_INDEX = re.compile(r"#(\d+) ")
 
@@ -85,6 +96,8 @@ class TurnNote:
     now: datetime
     timezone: str
     triggers: tuple[Trigger, ...]  # oldest first; the reply answers the last one
+    memory: bool = True  # False: the asker may not read this chat's history (nothing of it shown)
+    answered_apart: tuple[Trigger, ...] = ()  # tail messages answered by a turn without memory
 
     @property
     def asker(self) -> Trigger:
@@ -149,14 +162,22 @@ def note_text(note: TurnNote) -> str:
     local = note.now.astimezone(zone(note.timezone))
     lines = [f"Now: {local:%Y-%m-%d %H:%M} ({note.timezone}, {local:%A})."]
     for trigger in note.triggers[:-1]:
-        lines.append(f"Also addressed to you since your last reply: {_describe(trigger)}.")
-    lines.append(f"Answer {_describe(note.asker)}.")
+        lines.append(f"Also addressed to you since your last reply: {_describe(trigger, note.memory)}.")
+    lines.append(f"Answer {_describe(note.asker, note.memory)}.")
+    for trigger in note.answered_apart:
+        lines.append(ANSWERED_APART_NOTE.format(name=_name(trigger), index=trigger.index))
+    if not note.memory:
+        lines.append(WITHOUT_MEMORY_NOTE.format(name=_name(note.asker)))
     for trigger in note.triggers:
         if trigger.index is None and trigger.text is not None:
-            lines.append(
-                f"{_name(trigger)} is not remembered here (not in the log), so their message is "
-                f"only shown now: {neutralize_frames(flatten(trigger.text))}"
-            )
+            shown = neutralize_frames(flatten(trigger.text))
+            if note.memory:
+                lines.append(
+                    f"{_name(trigger)} is not remembered here (not in the log), so their message is "
+                    f"only shown now: {shown}"
+                )
+            else:
+                lines.append(f"{_name(trigger)}'s message: {shown}")
     return "</tail>\n<turn>\n" + "\n".join(lines) + "\n</turn>"
 
 
@@ -164,9 +185,9 @@ def _name(trigger: Trigger) -> str:
     return neutralize_frames(speaker(flatten(trigger.author_name)))
 
 
-def _describe(trigger: Trigger) -> str:
+def _describe(trigger: Trigger, memory: bool = True) -> str:
     if trigger.index is None:
-        return f"{_name(trigger)}'s message shown below (it is not in the log)"
+        return f"{_name(trigger)}'s message shown below" + (" (it is not in the log)" if memory else "")
     return f"{_name(trigger)}'s message #{trigger.index}"
 
 

@@ -1,17 +1,22 @@
 """The pure parts of the reply side: sentence ends, the cooldown gate, file kinds and file
-blocks, and where the files sit in a request (no database, no Discord)."""
+blocks, where the files sit in a request, and how a turn is split by who may read the memory
+(no database, no Discord)."""
 
 from __future__ import annotations
 
 import base64
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from bot.attachments import FileLimits, FileSource, TurnFile, file_blocks, file_kind, read_files, sniff_image
 from bot.cooldown import CooldownGate
 from bot.core.sentences import SHOW_WITHOUT_SENTENCE, end_at_sentence, has_sentence
-from bot.core.turn import MAX_CACHE_MARKS, Trigger, TurnNote, build_request, count_cache_marks
+from bot.core.tools import MEMORY_CLOSED, TOOLS_WITHOUT_MEMORY, ToolContext, run_tool
+from bot.core.turn import MAX_CACHE_MARKS, Trigger, TurnNote, build_request, count_cache_marks, note_text
+from bot.reply_access import plan_turns
 from memory.view import PromptView
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -144,3 +149,55 @@ def test_files_sit_after_the_note_and_every_stable_mark() -> None:
     assert [b["type"] for b in after[len(before) :]] == ["text", "image", "text"]
     assert "cache_control" in after[-1]  # the end mark moves to the last block
     assert count_cache_marks(with_files) == count_cache_marks(plain) <= MAX_CACHE_MARKS
+
+
+# --- who a turn may read the memory for (bot/reply_access.py)
+
+
+def authored(author: int, k: int) -> Any:
+    return SimpleNamespace(author=SimpleNamespace(id=author), k=k)
+
+
+def test_a_turn_is_split_by_who_may_read_in_the_order_of_its_last_trigger() -> None:
+    a1, c1, b1, c2, d1 = authored(1, 1), authored(3, 2), authored(2, 3), authored(3, 4), authored(4, 5)
+    groups = plan_turns([a1, c1, b1, c2, d1], lambda m: m.author.id in {1, 2})
+    assert [([m.k for m in g.messages], g.memory) for g in groups] == [
+        ([1, 3], True),  # the readers together, answered at b1 (3rd)
+        ([2, 4], False),  # carol alone, answered at c2 (4th)
+        ([5], False),  # dave alone
+    ]
+    assert [(len(g.messages), g.memory) for g in plan_turns([a1, b1], lambda m: True)] == [(2, True)]
+    assert plan_turns([], lambda m: True) == []
+
+
+def test_a_person_is_judged_by_their_latest_trigger() -> None:
+    early, late = authored(7, 1), authored(7, 2)
+    (group,) = plan_turns([early, late], lambda m: m.k == 1)  # lost the permission meanwhile
+    assert [m.k for m in group.messages] == [1, 2] and not group.memory
+    (group,) = plan_turns([early, late], lambda m: m.k == 2)  # given it meanwhile
+    assert group.memory
+
+
+def test_a_note_without_the_memory_shows_only_the_askers_words() -> None:
+    asker = Trigger("carol", 3, None, "what did bob say?")
+    text = note_text(TurnNote(T0, "UTC", (asker,), memory=False))
+    assert "Answer carol's message shown below." in text and "not in the log" not in text
+    assert "carol cannot read this channel's message history" in text
+    assert text.endswith("carol's message: what did bob say?\n</turn>")
+    other = Trigger("carol", 3, 41)
+    split = note_text(TurnNote(T0, "UTC", (Trigger("alice", 1, 40),), answered_apart=(other,)))
+    assert "carol's message #41 gets a reply of its own, without your memory" in split
+    assert "Answer alice's message #40." in split
+
+
+async def test_the_memory_tools_are_refused_in_a_turn_without_the_memory() -> None:
+    async def nothing() -> None:
+        return None
+
+    engine: Any = SimpleNamespace()  # touched only if a memory tool runs: an AttributeError then
+    closed = ToolContext(engine, 1, 3, "carol", 8000, nothing, reads_memory=False)
+    for name, args in (("zoom", {"id": 0, "n": 1}), ("recall", {"query": "bob"})):
+        result = await run_tool(closed, name, args)
+        assert result.is_error and result.text == MEMORY_CLOSED.format(name="carol")
+    assert not (await run_tool(closed, "forget_me", {})).is_error
+    assert [t["name"] for t in TOOLS_WITHOUT_MEMORY] == ["forget_me"]
