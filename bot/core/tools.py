@@ -108,7 +108,8 @@ class ToolResult:
 
 @dataclass(slots=True)
 class ToolContext:
-    """What the tools of one turn may touch: this chat, and forget-me for this asker only."""
+    """What the tools of one turn may touch: this chat (its memory only when the asker may read
+    it, ``reads_memory``), and forget-me for this asker only."""
 
     engine: MemoryEngine
     chat_id: int
