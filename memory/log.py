@@ -19,6 +19,7 @@ from sqlalchemy import BigInteger, Text, bindparam, func, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memory.discord_ids import parse_discord_id
 from memory.errors import ChatNotFound
 from memory.mentions import MentionNames, render_mentions, with_raw_mentions
 from memory.models import Chat, GuildSettings, MemoryRow, Message
@@ -125,16 +126,24 @@ async def ensure_chat(session: AsyncSession, key: ChatKey, timezone: str = "UTC"
     return chat_id
 
 
-async def find_chat(session: AsyncSession, ref: str) -> Chat:
-    """A chat by name, by Discord channel id, or by our own id (CLI ``--chat``)."""
+async def matching_chats(session: AsyncSession, ref: str) -> list[Chat]:
+    """Every chat ``ref`` names: by name, by Discord channel id, or by our own id (CLI
+    ``--chat``), in id order. An import may share a live channel's name."""
     query = select(Chat).where(Chat.name == ref)
-    if ref.isdigit():
-        query = select(Chat).where((Chat.discord_id == int(ref)) | (Chat.id == int(ref)) | (Chat.name == ref))
-    chats = list((await session.scalars(query)).all())
+    number = parse_discord_id(ref)
+    if number is not None:
+        query = select(Chat).where((Chat.discord_id == number) | (Chat.id == number) | (Chat.name == ref))
+    return list((await session.scalars(query.order_by(Chat.id))).all())
+
+
+async def find_chat(session: AsyncSession, ref: str) -> Chat:
+    """The one chat ``ref`` names (see :func:`matching_chats`)."""
+    chats = await matching_chats(session, ref)
     if not chats:
         raise ChatNotFound(f"no chat named {ref!r} (see `eva stats` for the list of chats)")
     if len(chats) > 1:
-        raise ChatNotFound(f"{len(chats)} chats match {ref!r}; use the Discord channel id instead")
+        ids = ", ".join(str(chat.id) for chat in chats)
+        raise ChatNotFound(f"{len(chats)} chats match {ref!r} (ids {ids}); name one by its id: --chat ID")
     return chats[0]
 
 
