@@ -18,6 +18,8 @@ from typing import Any
 import psutil
 import structlog
 
+from memory.file_limits import PID_LIST_BYTES, read_limited
+
 log = structlog.get_logger(__name__)
 
 DATABASE_NAME = "eva"
@@ -45,7 +47,12 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
     if not path.exists():
         return []
     try:
-        pids = [int(p) for p in json.loads(path.read_text())]
+        raw = read_limited(
+            path, PID_LIST_BYTES, "the list of processes using the server",
+            "it is not the list the server writes: stop every eva using DATA_DIR and delete it",
+            label=str(path),
+        )  # fmt: skip
+        pids = [int(p) for p in json.loads(raw)]
     except (ValueError, TypeError):
         pids = []
     alive = [p for p in pids if _pid_alive(p)]
