@@ -164,10 +164,39 @@ def storable(text: str) -> str:
     return _UNSTORABLE.sub("\ufffd", text)
 
 
+@dataclass(frozen=True, slots=True)
+class StoredWords:
+    """The columns of a message that hold what was written, as stored: ``text``,
+    ``attachments``, ``mention_ids`` and ``mention_names`` (None for an empty list)."""
+
+    text: str
+    attachments: list[str] | None
+    mention_ids: list[int] | None
+    mention_names: list[str] | None
+
+
+def stored_words(
+    content: str,
+    attachments: Sequence[str],
+    reply_to: int | None,
+    mentions: tuple[Sequence[int], Sequence[str]] = ((), ()),
+) -> StoredWords:
+    """The one rule for what the log stores of a message's words, shared by the append (and
+    so imports and the backfill) and the edit: every text column made :func:`storable`, so a
+    NUL or a lone surrogate in a file or embed name can fail neither (the edit's own copy of
+    this once left attachment names raw, and the edit failed and kept the old text)."""
+    ids, names = with_raw_mentions(content, *mentions)
+    return StoredWords(
+        text=storable(message_text(content, attachments, reply_to)),
+        attachments=[storable(name) for name in attachments] or None,
+        mention_ids=list(ids) or None,
+        mention_names=[storable(name) for name in names] or None,
+    )
+
+
 def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
-    body = storable(message_text(msg.content, msg.attachments, msg.reply_to))
+    words = stored_words(msg.content, msg.attachments, msg.reply_to, (msg.mention_ids, msg.mention_names))
     author = storable(msg.author_name[:200])
-    ids, names = with_raw_mentions(msg.content, msg.mention_ids, msg.mention_names)
     return {
         "chat_id": chat_id,
         "idx": index,
@@ -177,12 +206,12 @@ def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
         "is_bot": msg.is_bot,
         "created_at": msg.created_at,
         "edited_at": msg.edited_at,
-        "text": body,
-        "attachments": [storable(a) for a in msg.attachments] or None,
+        "text": words.text,
+        "attachments": words.attachments,
         "reply_to": msg.reply_to,
-        "line_bytes": tail_line_bytes(index, author, body),
-        "mention_ids": list(ids) or None,
-        "mention_names": [storable(name) for name in names] or None,
+        "line_bytes": tail_line_bytes(index, author, words.text),
+        "mention_ids": words.mention_ids,
+        "mention_names": words.mention_names,
     }
 
 
