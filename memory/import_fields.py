@@ -114,7 +114,9 @@ class MessageIds:
     the file is refused: only one message can be stored under a Discord id, and a reply to it
     could mean either, so keeping one would lose the other and might point replies at the wrong
     one. Remembered per id: where it was first seen and a 64-bit hash of that whole record
-    (about 150 bytes a message); ``earlier`` reads the first one again to name what differs.
+    (about 200 bytes a message: 20 MB for the 103,683 lines of ubuntu-stream-1.jsonl), so "the
+    same" means the same hash (a different message with the same id and hash: 1 in 2^64);
+    ``earlier`` reads the first one again to name what differs.
     """
 
     def __init__(
