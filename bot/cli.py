@@ -16,7 +16,8 @@ import structlog
 from bot.cli_args import OneLineParser
 from bot.cli_errors import explain, unexpected_line
 from bot.log_setup import configure_logging
-from bot.settings import Settings
+from bot.settings import ENV_FILE, Settings
+from memory.file_limits import ENV_FILE_BYTES, check_size
 
 Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
 
@@ -28,6 +29,8 @@ def _raise_system_exit(signum: int, _frame: Any) -> None:
 
 
 def load_settings() -> Settings:
+    # pydantic-settings reads the whole .env itself, so its size is checked first.
+    check_size(ENV_FILE, ENV_FILE_BYTES, "a settings file", "a .env holds settings only, one per line")
     return Settings()
 
 

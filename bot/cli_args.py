@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from memory.discord_ids import parse_discord_id
+
 CHAT_NAME_CHARS = 200  # chats.name is String(200) (memory/models.py)
-SNOWFLAKE_MAX = 2**63 - 1  # Discord ids are stored as BIGINT
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -43,10 +44,20 @@ def chat_name(value: str) -> str:
 
 
 def snowflake(value: str) -> int:
-    """A Discord id: digits only, 1 to 2^63-1."""
-    if not value.isascii() or not value.isdigit() or not 0 < int(value) <= SNOWFLAKE_MAX:
+    """A Discord id, by the rule the importers apply too (memory/discord_ids.py): an id an
+    import can store is one this accepts."""
+    number = parse_discord_id(value)
+    if number is None:
         raise argparse.ArgumentTypeError("not a Discord id (a number of up to 19 digits)")
-    return int(value)
+    return number
+
+
+def chat_id(value: str) -> int:
+    """A chat's own id (chats.id, a BIGINT counted from 1)."""
+    number = parse_discord_id(value)  # the same range: digits, 1 to 2^63-1
+    if number is None:
+        raise argparse.ArgumentTypeError("not a chat id (a whole number from 1)")
+    return number
 
 
 def guild_or_dm(value: str) -> str:

@@ -7,12 +7,14 @@ the table files at once (memory.erase.purge_dead_rows).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
-from bot.cli_args import chat_name, guild_or_dm, snowflake
+from bot.cli_args import chat_id, chat_name, guild_or_dm, snowflake
 from bot.cli_memory import _engine
 from bot.errors import CliError
 from bot.settings import Settings
+from memory import ChatInfo, MemoryEngine
 
 # Chats a wipe deletes whole, name included: an import can be imported again under its name,
 # and a DM chat's name holds the person's username ("dm-<username>").
@@ -29,7 +31,11 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
     )
     p.add_argument("--user", required=True, type=snowflake)
     p = subs.add_parser("wipe", help="erase one chat's whole memory (every message and line)")
-    p.add_argument("--chat", required=True, type=chat_name)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--chat", type=chat_name, help="the chat's name, or its Discord channel id")
+    which.add_argument(
+        "--id", type=chat_id, help="the chat's own id (listed when a name matches several chats)"
+    )
     handlers.update(forget=cmd_forget, wipe=cmd_wipe)
 
 
@@ -58,7 +64,7 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_wipe(args: argparse.Namespace, settings: Settings) -> int:
     async with _engine(settings) as engine:
-        chat = await engine.find_chat(args.chat)
+        chat = await chosen_chat(engine, args.chat, args.id)
         if chat.kind in DELETED_WHOLE:
             report = await engine.delete_chat(chat.id)
         else:  # a live channel keeps its settings (paused or not), as /memory wipe does
@@ -66,3 +72,32 @@ async def cmd_wipe(args: argparse.Namespace, settings: Settings) -> int:
         await engine.purge()
     print(f"wiped chat {chat.name!r}: {report.messages} messages and {report.nodes} lines erased")
     return 0
+
+
+async def chosen_chat(engine: MemoryEngine, ref: str | None, own_id: int | None) -> ChatInfo:
+    """The one chat a wipe erases: by its own id, or by ``--chat`` when exactly one chat
+    matches; several matches (an import may share a live channel's name) are listed, and
+    nothing is erased."""
+    if own_id is not None:
+        chat = await engine.chat(own_id)
+        if chat is None:
+            raise CliError(f"no chat has the id {own_id}")
+        return chat
+    assert ref is not None  # argparse requires --chat or --id
+    matches = await engine.find_chats(ref)
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CliError(f"no chat named {ref!r} (see `eva stats` for the list of chats)")
+    counts = [await engine.message_count(chat.id) for chat in matches]
+    raise CliError(ambiguous_chats(ref, matches, counts))
+
+
+def ambiguous_chats(ref: str, chats: Sequence[ChatInfo], messages: Sequence[int]) -> str:
+    """The refusal for a ``--chat`` several chats match: one line each, and how to choose."""
+    lines = [f"{len(chats)} chats match {ref!r}; nothing was wiped. Choose one with `eva wipe --id ID`:"]
+    for chat, count in zip(chats, messages, strict=True):
+        where = f"guild {chat.guild_id}" if chat.guild_id is not None else "no guild"
+        channel = f", Discord channel {chat.discord_id}" if chat.discord_id is not None else ""
+        lines.append(f"  id {chat.id}: {chat.kind} {chat.name!r}, {where}{channel}, {count} messages")
+    return "\n".join(lines)

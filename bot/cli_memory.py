@@ -118,6 +118,11 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             raise CliError(f"{exc} (nothing was imported)") from None
         _progress(result.messages, expected, final=True)
     print(f"imported {result.messages} messages into chat {args.chat!r}")
+    if records.repeats:
+        print(
+            f"note: {records.repeats} messages were in the file twice (the same id and the same "
+            "message) and were imported once"
+        )
     if result.by_name:
         print(
             f"note: some authors of {args.chat!r} are known only by name, so `eva forget --user` cannot "

@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 
 from memory import MemoryEngine
+from memory.file_limits import HEARTBEAT_BYTES, read_limited
 
 log = structlog.get_logger(__name__)
 
@@ -52,8 +53,14 @@ def verdict(beat: Heartbeat | None, now: float) -> str | None:
 
 
 def read(path: Path) -> Heartbeat | None:
+    """The heartbeat, or None when there is none to read; FileTooLarge for a file far bigger
+    than a heartbeat (HEALTH_FILE pointing at some other file)."""
     try:
-        data: dict[str, Any] = json.loads(path.read_text())
+        raw = read_limited(
+            path, HEARTBEAT_BYTES, "a heartbeat file", "point HEALTH_FILE at a file of its own",
+            label=f"HEALTH_FILE {path}",
+        )  # fmt: skip
+        data: dict[str, Any] = json.loads(raw)
         return Heartbeat(**data)
     except (OSError, ValueError, TypeError):
         return None

@@ -29,8 +29,11 @@ _MEMORY_SETTINGS = {"quiet_seconds": "quiet", "retry_seconds": "retry"} | {
 }
 
 
+ENV_FILE = ".env"  # in the working folder; read whole by pydantic-settings (size: bot/cli.py)
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore", case_sensitive=False)
+    model_config = SettingsConfigDict(env_file=ENV_FILE, extra="ignore", case_sensitive=False)
 
     # --- secrets and endpoints
     discord_token: SecretStr | None = None

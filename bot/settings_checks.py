@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.database import url_problem
+from memory.file_limits import PERSONA_BYTES, FileTooLarge, read_limited
 
 
 def database_url_problem(url: str) -> str | None:
@@ -24,7 +25,9 @@ def persona_problem(persona_file: Path | None) -> str | None:
     if persona_file is None:
         return None
     try:
-        text = persona_file.read_text(encoding="utf-8")
+        text = read_persona(persona_file)
+    except FileTooLarge as exc:
+        return str(exc)
     except FileNotFoundError:
         return f"PERSONA_FILE {persona_file} does not exist (mount it into the container, or unset it)"
     except IsADirectoryError:
@@ -38,3 +41,12 @@ def persona_problem(persona_file: Path | None) -> str | None:
     if not text.strip():
         return f"PERSONA_FILE {persona_file} is empty"
     return None
+
+
+def read_persona(path: Path) -> str:
+    """The persona file's text, at most PERSONA_BYTES of it (FileTooLarge past that)."""
+    raw = read_limited(
+        path, PERSONA_BYTES, "a persona file", "it is sent with every reply, so keep it to a page or two",
+        label=f"PERSONA_FILE {path}",
+    )  # fmt: skip
+    return raw.decode("utf-8")

@@ -12,15 +12,18 @@ import json
 import os
 from pathlib import Path
 
+from memory.discord_ids import RANGE_TEXT, is_digits, parse_discord_id
+from memory.file_limits import AUTHOR_MAP_BYTES, read_limited
 from memory.import_fields import ImportFormatError
-
-MAX_ID = 2**63  # PostgreSQL bigint, and every Discord id
 
 
 def read_author_map(path: str | os.PathLike[str]) -> dict[str, int]:
     file = Path(path)
     try:
-        document = json.loads(file.read_text(encoding="utf-8-sig"))
+        raw = read_limited(
+            file, AUTHOR_MAP_BYTES, "an author map", "list only the authors of the export being imported"
+        )
+        document = json.loads(raw.decode("utf-8-sig"))
     except OSError as exc:
         raise ImportFormatError(f"{file.name}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
@@ -31,11 +34,17 @@ def read_author_map(path: str | os.PathLike[str]) -> dict[str, int]:
     if not isinstance(document, dict):
         raise ImportFormatError(f"{file.name}: expected one JSON object mapping author names to Discord ids")
     mapping: dict[str, int] = {}
-    for name, raw in document.items():
-        value = str(raw) if isinstance(raw, int) and not isinstance(raw, bool) else raw
-        if not isinstance(value, str) or not value.isascii() or not value.isdigit() or int(value) >= MAX_ID:
+    for name, raw_id in document.items():
+        value = str(raw_id) if isinstance(raw_id, int) and not isinstance(raw_id, bool) else raw_id
+        number = parse_discord_id(value) if isinstance(value, str) else None
+        if number is None:
+            if not isinstance(value, str) or not is_digits(value):
+                raise ImportFormatError(
+                    f"{file.name}: the id of {name[:40]!r} is not a Discord id (expected digits)"
+                )
             raise ImportFormatError(
-                f"{file.name}: the id of {name[:40]!r} is not a Discord id (expected digits)"
+                f"{file.name}: the id of {name[:40]!r} is no Discord account's id ({RANGE_TEXT}), so "
+                "`eva forget --user` could never erase them; give their real id or leave them out"
             )
-        mapping[name] = int(value)
+        mapping[name] = number
     return mapping

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory.discord_ids import parse_discord_id
+
 Named = tuple[tuple[int, str], ...]  # (id, name) pairs, first wins
 
 
 def id_and_name(ident: object, label: object) -> tuple[int, str] | None:
-    """An (id, name) pair from an export's strings, or None when either is unusable (a
-    snowflake is digits below 2^63, the largest id PostgreSQL's bigint holds)."""
-    if not isinstance(ident, str) or not ident.isascii() or not ident.isdigit() or len(ident) > 19:
+    """An (id, name) pair from an export's strings, or None when either is unusable (the id
+    by the rule erasure accepts, memory/discord_ids.py: a name kept under an id no erasure can
+    name would be a name nothing scrubs)."""
+    number = parse_discord_id(ident) if isinstance(ident, str) else None
+    if number is None or not isinstance(label, str) or not label:
         return None
-    if not isinstance(label, str) or not label or int(ident) >= 2**63:
-        return None
-    return int(ident), label
+    return number, label
 
 
 def channel_names(document: dict[str, Any]) -> Named:

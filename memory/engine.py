@@ -85,6 +85,11 @@ class MemoryEngine(EngineBooks):
         async with self.sessions() as s:
             return _info(await log.find_chat(s, ref))
 
+    async def find_chats(self, ref: str) -> list[ChatInfo]:
+        """Every chat ``ref`` names (a name two chats share gives both)."""
+        async with self.sessions() as s:
+            return [_info(chat) for chat in await log.matching_chats(s, ref)]
+
     async def list_chats(self) -> list[ChatInfo]:
         async with self.sessions() as s:
             return [_info(c) for c in (await s.scalars(select(Chat).order_by(Chat.id))).all()]

@@ -16,12 +16,10 @@ from datetime import datetime
 from sqlalchemy import Text, cast, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from memory.log import storable, tail_line_bytes
+from memory.log import stored_words, tail_line_bytes
 from memory.mention_erasure import scrub_mentions
-from memory.mentions import with_raw_mentions
 from memory.models import Chat, MemoryRow, Message, TreeNode
 from memory.nodes import NodeWrite, delete_covering, insert_nodes
-from memory.records import message_text
 
 
 @dataclass(slots=True)
@@ -195,16 +193,14 @@ async def edit_message(
     )
     if m is None or m.erased_at is not None or m.author_name is None:
         return None
-    body = storable(message_text(content, attachments, m.reply_to))
-    ids, names = with_raw_mentions(content, *mentions)
-    stored_names = [storable(name) for name in names]
-    m.mention_ids, m.mention_names = list(ids) or None, stored_names or None
-    if body == m.text:
+    words = stored_words(content, attachments, m.reply_to, mentions)  # as the append stores them
+    m.mention_ids, m.mention_names = words.mention_ids, words.mention_names
+    if words.text == m.text:
         return 0
     state = await _lock_row(session, chat_id)
     total = int(await session.scalar(select(Chat.next_index).where(Chat.id == chat_id)) or 0)
-    m.text, m.attachments, m.edited_at = body, list(attachments) or None, edited_at
-    m.line_bytes = tail_line_bytes(m.idx, m.author_name, body)
+    m.text, m.attachments, m.edited_at = words.text, words.attachments, edited_at
+    m.line_bytes = tail_line_bytes(m.idx, m.author_name, words.text)
     deleted = await delete_covering(session, chat_id, [m.idx], _max_level(total))
     if state is not None:
         state.version += 1

@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from memory.dce_names import channel_names, mentioned_people, role_names
+from memory.file_limits import DCE_EXPORT_BYTES, FileTooLarge, read_limited
 from memory.import_fields import (
+    ExportRecords,
     ImportFormatError,
+    MessageIds,
     check_size,
     optional_str,
     parse_snowflake,
@@ -31,10 +34,27 @@ _DCE_KEPT_TYPES = frozenset(
 _DCE_REPLY_TYPES = frozenset({"Reply", "19"})
 
 
-def open_dce(file: Path) -> tuple[ExportOrigin, Iterator[ImportedMessage]]:
-    """The export's guild and channel, and its messages (a bad message fails when reached)."""
+# What a DCE message calls the fields of a record, for "its 'content' differs".
+_DCE_FIELDS = {
+    "author_id": "'author.id'", "author_name": "author's name", "is_bot": "'author.isBot'",
+    "created_at": "'timestamp'", "edited_at": "'timestampEdited'", "content": "'content'",
+    "attachments": "attachments, stickers or embeds", "reply_to_source": "'reference'",
+    "mentions": "'mentions'", "roles": "'mentions' roles",
+}  # fmt: skip
+
+
+def open_dce(file: Path) -> tuple[ExportOrigin, ExportRecords]:
+    """The export's guild and channel, and its messages (a bad message fails when reached; a
+    repeated id follows :class:`MessageIds`)."""
     messages, name, document = _load_dce_document(file)
-    return _dce_origin(document, name), _iter_dce(messages, name, channel_names(document))
+    channels = channel_names(document)
+
+    def earlier(position: int) -> tuple[str, ImportedMessage]:
+        message = messages[position]
+        return f"messages[{position}]", _dce_message(message, message.get("type", "Default"), "", channels)
+
+    ids = MessageIds("id", _DCE_FIELDS, earlier)
+    return _dce_origin(document, name), ExportRecords(_iter_dce(messages, name, channels, ids), ids)
 
 
 def _dce_origin(document: dict[str, Any], name: str) -> ExportOrigin:
@@ -47,9 +67,12 @@ def _dce_origin(document: dict[str, Any], name: str) -> ExportOrigin:
             continue
         if not isinstance(raw, str):
             raise ImportFormatError(f"{name}: '{key}.id' must be a string, got {type_name(raw)}")
+        if key == "guild" and raw == "0":  # how DCE writes a DM export's guild
+            ids.append(None)
+            continue
         ids.append(parse_snowflake(raw, f"{key}.id", name))
     guild, channel = ids
-    return ExportOrigin(guild_id=guild or None, channel_id=channel)  # guild "0": a DM export
+    return ExportOrigin(guild_id=guild, channel_id=channel)
 
 
 def load_dce(file: Path) -> tuple[list[Any], str]:
@@ -60,8 +83,15 @@ def load_dce(file: Path) -> tuple[list[Any], str]:
 def _load_dce_document(file: Path) -> tuple[list[Any], str, dict[str, Any]]:
     name = file.name
     try:
-        with file.open("r", encoding="utf-8-sig", errors="strict") as stream:
-            document = json.load(stream)
+        raw = read_limited(
+            file, DCE_EXPORT_BYTES, "a DiscordChatExporter export",
+            "export a shorter date range (DiscordChatExporter's --after and --before)",
+        )  # fmt: skip
+        text = raw.decode("utf-8-sig")
+        del raw  # the text is what is parsed: the bytes need not stay in memory beside it
+        document = json.loads(text)
+    except FileTooLarge as exc:
+        raise ImportFormatError(str(exc)) from None
     except OSError as exc:
         raise ImportFormatError(f"{name}: cannot read ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
@@ -83,7 +113,7 @@ def _load_dce_document(file: Path) -> tuple[list[Any], str, dict[str, Any]]:
 
 
 def _iter_dce(
-    messages: list[Any], name: str, channels: tuple[tuple[int, str], ...] = ()
+    messages: list[Any], name: str, channels: tuple[tuple[int, str], ...], ids: MessageIds
 ) -> Iterator[ImportedMessage]:
     for position, message in enumerate(messages):
         where = f"{name} messages[{position}]"
@@ -94,7 +124,10 @@ def _iter_dce(
             raise ImportFormatError(f"{where}: 'type' must be a string, got {type_name(kind)}")
         if kind not in _DCE_KEPT_TYPES:
             continue  # a system message: generated text, not something anyone said
-        yield _dce_message(message, kind, where, channels)
+        record = _dce_message(message, kind, where, channels)
+        assert record.snowflake is not None  # a DCE message always has its id
+        if ids.is_new(record.snowflake, position, record, where):
+            yield record
 
 
 def _dce_message(
@@ -105,7 +138,9 @@ def _dce_message(
     author = message.get("author")
     if not isinstance(author, dict):
         raise ImportFormatError(f"{where}: 'author' must be an object, got {type_name(author)}")
-    author_id = parse_snowflake(require_str(author, "id", f"{where} author"), "author.id", where)
+    author_id = parse_snowflake(
+        require_str(author, "id", f"{where} author"), "author.id", f"{where} (message {snowflake})"
+    )
     display = author.get("nickname") or author.get("name")
     if not isinstance(display, str) or not display:
         raise ImportFormatError(f"{where}: the author has neither 'nickname' nor 'name'")

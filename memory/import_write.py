@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memory.import_fields import ImportFormatError
 from memory.log import NewMessage, append_many, from_import
 from memory.models import Chat
 from memory.records import ExportOrigin, ImportedMessage
@@ -25,14 +26,17 @@ class ImportJob:
 
 @dataclass(frozen=True, slots=True)
 class ImportResult:
-    messages: int  # written (duplicates of a snowflake are skipped)
+    messages: int  # written: every record of the job
     by_name: bool  # some authors are known only by name: `forget --user` cannot reach them
 
 
 async def write_import(
     session: AsyncSession, chat_id: int, job: ImportJob, progress: Callable[[int], None]
 ) -> ImportResult:
-    """``progress`` gets the count written after every batch."""
+    """``progress`` gets the count written after every batch. Every record is written, or the
+    import fails (ImportFormatError) and the caller's transaction writes nothing: a record whose
+    snowflake is already logged would be skipped by the log, and every later reply would point
+    one message too far (the readers refuse such files first, naming both messages)."""
     authors = job.authors
     index_of: dict[str, int] = {}
     batch: list[NewMessage] = []
@@ -43,8 +47,8 @@ async def write_import(
         by_name = by_name or (record.author_id is None and not record.is_bot)
         reply = index_of.get(record.reply_to_source) if record.reply_to_source else None
         batch.append(from_import(record, reply))
-        # The index of a message is known once its batch is written; replies inside
-        # one batch are resolved by position.
+        # The index a message gets is the count before it (all are written, checked in
+        # _write), so replies inside one batch are resolved before it is written.
         if record.source_id is not None:
             index_of[record.source_id] = done + len(batch) - 1
         if len(batch) >= IMPORT_BATCH:
@@ -67,4 +71,9 @@ async def _write(session: AsyncSession, chat_id: int, batch: list[NewMessage]) -
     if not batch:
         return 0
     assigned = await append_many(session, chat_id, batch)
-    return sum(1 for index in assigned if index is not None)
+    skipped = [message.snowflake for message, index in zip(batch, assigned, strict=True) if index is None]
+    if skipped:
+        raise ImportFormatError(
+            f"message id {skipped[0]} is in the export twice; keep one of the two and import again"
+        )
+    return len(batch)

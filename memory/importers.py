@@ -28,8 +28,13 @@ Errors are :class:`ImportFormatError` with one line naming the file, where (``li
 and for JSON syntax errors, ``messages[N]`` for a bad DCE message) and what is wrong. Error
 messages never quote message text (privacy: they may end up in logs).
 
-Both readers are lazy: JSONL is read line by line (the #ubuntu file is 18 MB / 100k lines);
-DCE is parsed once with the stdlib ``json`` module and records are made one at a time.
+Both readers are lazy: JSONL is read line by line (the #ubuntu file is 18 MB / 100k lines),
+no line longer than 1 MiB; DCE is parsed once with the stdlib ``json`` module, from a file of
+at most 256 MiB, and records are made one at a time (memory/file_limits.py says why).
+
+A message id (DCE ``id``, JSONL ``i``) names one message: the same message twice is kept
+once, a different message under a seen id refuses the file (:class:`MessageIds`). Author ids
+follow the rule `eva forget --user` does (memory/discord_ids.py), so each can be erased.
 """
 
 from __future__ import annotations
@@ -39,12 +44,15 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
+from memory.file_limits import JSONL_LINE_BYTES, size_text
 from memory.import_dce import load_dce, open_dce
 from memory.import_fields import (
     MAX_MESSAGE_CHARS,
+    ExportRecords,
     ImportFormatError,
+    MessageIds,
     check_size,
     is_int,
     json_reason,
@@ -57,6 +65,7 @@ from memory.records import ExportOrigin, ImportedMessage, message_text
 __all__ = [
     "MAX_MESSAGE_CHARS",
     "ExportOrigin",
+    "ExportRecords",
     "ImportFormatError",
     "ImportedMessage",
     "count_messages",
@@ -83,8 +92,8 @@ def detect_format(path: str | os.PathLike[str]) -> Literal["jsonl", "dce"]:
     try:
         with file.open("rb") as stream:
             while not first.strip():
-                # 1 MiB is far more than any JSONL message line; a longer line is a compact DCE.
-                first = stream.readline(1 << 20)
+                # A longer line than any JSONL message line may be is a compact DCE.
+                first = stream.readline(JSONL_LINE_BYTES)
                 line_number += 1
                 if not first:
                     raise ImportFormatError(f"{file.name}: empty file (no messages)")
@@ -95,7 +104,7 @@ def detect_format(path: str | os.PathLike[str]) -> Literal["jsonl", "dce"]:
         raise ImportFormatError(
             f"{file.name} line {line_number}: not a JSON object (neither JSONL nor DCE JSON)"
         )
-    if stripped == b"{" or (len(first) >= 1 << 20 and not first.endswith(b"\n")):
+    if stripped == b"{" or (len(first) >= JSONL_LINE_BYTES and not first.endswith(b"\n")):
         return "dce"
     try:
         head = json.loads(stripped)
@@ -106,7 +115,7 @@ def detect_format(path: str | os.PathLike[str]) -> Literal["jsonl", "dce"]:
     return "jsonl"
 
 
-def read_any(path: str | os.PathLike[str]) -> Iterator[ImportedMessage]:
+def read_any(path: str | os.PathLike[str]) -> ExportRecords:
     """Read a JSONL or DCE export, whichever it is."""
     return read_dce(path) if detect_format(path) == "dce" else read_jsonl(path)
 
@@ -121,7 +130,7 @@ def count_messages(path: str | os.PathLike[str]) -> int:
     file = Path(path)
     if detect_format(file) == "jsonl":
         with file.open("rb") as stream:
-            return sum(1 for raw in stream if raw.strip())
+            return sum(1 for _, raw in _lines(stream, file.name) if raw.strip())
     with file.open("rb") as stream:
         size = stream.seek(0, os.SEEK_END)
         stream.seek(max(0, size - 4096))
@@ -136,11 +145,12 @@ def count_messages(path: str | os.PathLike[str]) -> int:
 # JSONL
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> Iterator[ImportedMessage]:
+def read_jsonl(path: str | os.PathLike[str]) -> ExportRecords:
     """Read the JSONL chat format lazily, one line at a time.
 
     A missing or empty file fails at once; a bad line fails when the reader reaches it.
     Blank lines are skipped. Dates are parsed, not checked for order (the caller decides).
+    A repeated ``i`` follows :class:`MessageIds`: the same line twice is kept once.
     """
     file = Path(path)
     try:
@@ -149,37 +159,75 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[ImportedMessage]:
         raise ImportFormatError(f"{file.name}: cannot read ({exc.strerror or exc})") from exc
     if size == 0:
         raise ImportFormatError(f"{file.name}: empty file (no messages)")
-    return _iter_jsonl(file)
+    ids = MessageIds("'i'", _JSONL_FIELDS, lambda line: _jsonl_line(file, line))
+    return ExportRecords(_iter_jsonl(file, ids), ids)
 
 
-def _iter_jsonl(file: Path) -> Iterator[ImportedMessage]:
+# What a JSONL line calls the fields of a record, for "its 'text' differs".
+_JSONL_FIELDS = {"author_name": "'author'", "is_bot": "'author'", "created_at": "'date'",
+                 "content": "'text'", "reply_to_source": "'reply_to'"}  # fmt: skip
+
+
+def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
+    """The file's lines with their numbers, none longer than JSONL_LINE_BYTES (a line is read
+    whole, so it is what an endless line would fill memory with)."""
+    line_number = 0
+    while raw := stream.readline(JSONL_LINE_BYTES + 1):
+        line_number += 1
+        if len(raw) > JSONL_LINE_BYTES:
+            raise ImportFormatError(
+                f"{name} line {line_number}: longer than {size_text(JSONL_LINE_BYTES)}, the most a "
+                "JSONL line may be (one line holds one message); split or remove it"
+            )
+        yield line_number, raw
+
+
+def _jsonl_records(file: Path) -> Iterator[tuple[int, ImportedMessage]]:
     name = file.name
-    produced = 0
     with file.open("rb") as stream:
-        for line_number, raw in enumerate(stream, start=1):
+        for line_number, raw in _lines(stream, name):
             if line_number == 1:
                 raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark some editors write
             if not raw.strip():
                 continue
-            where = f"{name} line {line_number}"
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ImportFormatError(f"{where}: not valid UTF-8 (byte {exc.start} of the line)") from exc
-            try:
-                record = json.loads(text)
-            except RecursionError:  # "[[[[...": json gives up past ~1,000 levels
-                raise ImportFormatError(f"{where}: nested too deeply (not a message)") from None
-            except ValueError as exc:
-                if not raw.endswith(b"\n"):
-                    raise ImportFormatError(f"{where}: truncated (the file ends inside this line)") from exc
-                raise ImportFormatError(f"{where}: not valid JSON ({json_reason(exc)})") from exc
-            if not isinstance(record, dict):
-                raise ImportFormatError(f"{where}: expected a JSON object, got {type_name(record)}")
-            yield _jsonl_message(record, where)
-            produced += 1
+            yield line_number, _parse_line(raw, f"{name} line {line_number}")
+
+
+def _iter_jsonl(file: Path, ids: MessageIds) -> Iterator[ImportedMessage]:
+    produced = 0
+    for line_number, record in _jsonl_records(file):
+        produced += 1
+        index = record.source_id
+        if index is None or ids.is_new(int(index), line_number, record, f"{file.name} line {line_number}"):
+            yield record
     if produced == 0:
-        raise ImportFormatError(f"{name}: empty file (no messages)")
+        raise ImportFormatError(f"{file.name}: empty file (no messages)")
+
+
+def _jsonl_line(file: Path, wanted: int) -> tuple[str, ImportedMessage]:
+    """The record of line ``wanted`` again (a rare path: naming what a repeat changed)."""
+    for line_number, record in _jsonl_records(file):
+        if line_number == wanted:
+            return f"line {line_number}", record
+    raise ImportFormatError(f"{file.name} line {wanted}: changed while it was being read")
+
+
+def _parse_line(raw: bytes, where: str) -> ImportedMessage:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(f"{where}: not valid UTF-8 (byte {exc.start} of the line)") from exc
+    try:
+        record = json.loads(text)
+    except RecursionError:  # "[[[[...": json gives up past ~1,000 levels
+        raise ImportFormatError(f"{where}: nested too deeply (not a message)") from None
+    except ValueError as exc:
+        if not raw.endswith(b"\n"):
+            raise ImportFormatError(f"{where}: truncated (the file ends inside this line)") from exc
+        raise ImportFormatError(f"{where}: not valid JSON ({json_reason(exc)})") from exc
+    if not isinstance(record, dict):
+        raise ImportFormatError(f"{where}: expected a JSON object, got {type_name(record)}")
+    return _jsonl_message(record, where)
 
 
 def _jsonl_message(record: dict[str, Any], where: str) -> ImportedMessage:
@@ -212,7 +260,7 @@ def _jsonl_message(record: dict[str, Any], where: str) -> ImportedMessage:
     )
 
 
-def read_dce(path: str | os.PathLike[str]) -> Iterator[ImportedMessage]:
+def read_dce(path: str | os.PathLike[str]) -> ExportRecords:
     """Read a DiscordChatExporter JSON export: parsed now, records made lazily, system messages skipped.
 
     File-level problems (missing, bad UTF-8, bad JSON, no ``messages`` list) fail at once; a bad
@@ -221,7 +269,7 @@ def read_dce(path: str | os.PathLike[str]) -> Iterator[ImportedMessage]:
     return open_export(path)[1]
 
 
-def open_export(path: str | os.PathLike[str]) -> tuple[ExportOrigin, Iterator[ImportedMessage]]:
+def open_export(path: str | os.PathLike[str]) -> tuple[ExportOrigin, ExportRecords]:
     """The export's origin and its messages (JSONL or DCE, whichever it is), parsed once."""
     file = Path(path)
     if detect_format(file) == "jsonl":

@@ -19,6 +19,7 @@ from sqlalchemy import BigInteger, Text, bindparam, func, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memory.discord_ids import parse_discord_id
 from memory.errors import ChatNotFound
 from memory.mentions import MentionNames, render_mentions, with_raw_mentions
 from memory.models import Chat, GuildSettings, MemoryRow, Message
@@ -125,16 +126,24 @@ async def ensure_chat(session: AsyncSession, key: ChatKey, timezone: str = "UTC"
     return chat_id
 
 
-async def find_chat(session: AsyncSession, ref: str) -> Chat:
-    """A chat by name, by Discord channel id, or by our own id (CLI ``--chat``)."""
+async def matching_chats(session: AsyncSession, ref: str) -> list[Chat]:
+    """Every chat ``ref`` names: by name, by Discord channel id, or by our own id (CLI
+    ``--chat``), in id order. An import may share a live channel's name."""
     query = select(Chat).where(Chat.name == ref)
-    if ref.isdigit():
-        query = select(Chat).where((Chat.discord_id == int(ref)) | (Chat.id == int(ref)) | (Chat.name == ref))
-    chats = list((await session.scalars(query)).all())
+    number = parse_discord_id(ref)
+    if number is not None:
+        query = select(Chat).where((Chat.discord_id == number) | (Chat.id == number) | (Chat.name == ref))
+    return list((await session.scalars(query.order_by(Chat.id))).all())
+
+
+async def find_chat(session: AsyncSession, ref: str) -> Chat:
+    """The one chat ``ref`` names (see :func:`matching_chats`)."""
+    chats = await matching_chats(session, ref)
     if not chats:
         raise ChatNotFound(f"no chat named {ref!r} (see `eva stats` for the list of chats)")
     if len(chats) > 1:
-        raise ChatNotFound(f"{len(chats)} chats match {ref!r}; use the Discord channel id instead")
+        ids = ", ".join(str(chat.id) for chat in chats)
+        raise ChatNotFound(f"{len(chats)} chats match {ref!r} (ids {ids}); name one by its id: --chat ID")
     return chats[0]
 
 
@@ -155,10 +164,39 @@ def storable(text: str) -> str:
     return _UNSTORABLE.sub("\ufffd", text)
 
 
+@dataclass(frozen=True, slots=True)
+class StoredWords:
+    """The columns of a message that hold what was written, as stored: ``text``,
+    ``attachments``, ``mention_ids`` and ``mention_names`` (None for an empty list)."""
+
+    text: str
+    attachments: list[str] | None
+    mention_ids: list[int] | None
+    mention_names: list[str] | None
+
+
+def stored_words(
+    content: str,
+    attachments: Sequence[str],
+    reply_to: int | None,
+    mentions: tuple[Sequence[int], Sequence[str]] = ((), ()),
+) -> StoredWords:
+    """The one rule for what the log stores of a message's words, shared by the append (and
+    so imports and the backfill) and the edit: every text column made :func:`storable`, so a
+    NUL or a lone surrogate in a file or embed name can fail neither (the edit's own copy of
+    this once left attachment names raw, and the edit failed and kept the old text)."""
+    ids, names = with_raw_mentions(content, *mentions)
+    return StoredWords(
+        text=storable(message_text(content, attachments, reply_to)),
+        attachments=[storable(name) for name in attachments] or None,
+        mention_ids=list(ids) or None,
+        mention_names=[storable(name) for name in names] or None,
+    )
+
+
 def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
-    body = storable(message_text(msg.content, msg.attachments, msg.reply_to))
+    words = stored_words(msg.content, msg.attachments, msg.reply_to, (msg.mention_ids, msg.mention_names))
     author = storable(msg.author_name[:200])
-    ids, names = with_raw_mentions(msg.content, msg.mention_ids, msg.mention_names)
     return {
         "chat_id": chat_id,
         "idx": index,
@@ -168,12 +206,12 @@ def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
         "is_bot": msg.is_bot,
         "created_at": msg.created_at,
         "edited_at": msg.edited_at,
-        "text": body,
-        "attachments": [storable(a) for a in msg.attachments] or None,
+        "text": words.text,
+        "attachments": words.attachments,
         "reply_to": msg.reply_to,
-        "line_bytes": tail_line_bytes(index, author, body),
-        "mention_ids": list(ids) or None,
-        "mention_names": [storable(name) for name in names] or None,
+        "line_bytes": tail_line_bytes(index, author, words.text),
+        "mention_ids": words.mention_ids,
+        "mention_names": words.mention_names,
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.settings import Settings
+from bot.settings_checks import read_persona
 
 DEFAULT_PERSONA_FILE = Path(__file__).parent.parent / "persona.md"  # bot/persona.md, shipped as package data
 NAME_PLACEHOLDER = "{bot_name}"
@@ -71,8 +72,7 @@ them to press the button.
 
 def persona_text(settings: Settings) -> str:
     """The persona file's text (the default one, or the host's own at PERSONA_FILE)."""
-    path = settings.persona_file or DEFAULT_PERSONA_FILE
-    return path.read_text(encoding="utf-8").strip()
+    return read_persona(settings.persona_file or DEFAULT_PERSONA_FILE).strip()
 
 
 def system_prompt(settings: Settings) -> str:

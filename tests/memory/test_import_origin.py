@@ -3,11 +3,17 @@ erases the import too, while the live chat and the import stay separate memories
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory import ImportJob
+from memory.import_fields import ImportFormatError
 from memory.log import ChatKey
 from memory.models import Chat
+from memory.records import ExportOrigin, ImportedMessage
 from tests.memory.helpers import make_engine, message
 
 Sessions = async_sessionmaker[AsyncSession]
@@ -41,3 +47,22 @@ async def test_deleting_a_channel_erases_its_imports(sessions: Sessions) -> None
 
     await engine.forget_guild(GUILD)
     assert await names(sessions) == []
+
+
+async def test_an_import_whose_records_repeat_a_snowflake_writes_nothing(sessions: Sessions) -> None:
+    """The readers refuse a repeated id first; behind them, the write itself never lets the log
+    skip a record (a skipped record would shift every later reply by one)."""
+    engine, _, _ = make_engine(sessions)
+    when = datetime(2026, 3, 1, tzinfo=UTC)
+
+    def record(snowflake: int, words: str, reply_to: int | None = None) -> ImportedMessage:
+        return ImportedMessage(
+            author_id=41, author_name="pia", is_bot=False, created_at=when, edited_at=None, content=words,
+            attachments=(), reply_to_source=None if reply_to is None else str(reply_to),
+            source_id=str(snowflake), snowflake=snowflake,
+        )  # fmt: skip
+
+    records = [record(11, "one"), record(12, "two"), record(11, "one again"), record(13, "re", reply_to=12)]
+    with pytest.raises(ImportFormatError, match=r"^message id 11 is in the export twice; keep one"):
+        await engine.import_export("x", ImportJob(ExportOrigin(), iter(records), {}), lambda done: None)
+    assert await names(sessions) == []  # the import's one transaction left nothing, not even the chat
