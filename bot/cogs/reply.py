@@ -287,7 +287,7 @@ class ReplyCog(commands.Cog):
             self.settings.image_max_bytes, self.settings.image_max_count, self.settings.text_file_max_bytes
         )
         files = file_blocks(
-            await read_files(await turn_sources(self.services.engine, chat_id, batch), limits)
+            await read_files(await turn_sources(self.services.engine, chat_id, batch, guild_id), limits)
         )
         asker = batch[-1]
 
@@ -347,16 +347,14 @@ class ReplyCog(commands.Cog):
 
     # --- sending
     async def _send(self, trigger: discord.Message, text: str) -> None:
-        """The reply in chunks of at most 2,000 characters, the first as a reply to the trigger."""
+        """The reply in chunks of at most 2,000 characters, each a reply to the trigger: the log
+        then knows every part of the answer (an erasure of the trigger's author takes it whole)."""
         reference = trigger.to_reference(fail_if_not_exists=False)
-        for position, chunk in enumerate(split_message(defuse_mass_mentions(text))):
+        for chunk in split_message(defuse_mass_mentions(text)):
             try:
-                if position == 0:
-                    await trigger.channel.send(
-                        chunk, reference=reference, mention_author=False, allowed_mentions=REPLY_MENTIONS
-                    )
-                else:
-                    await trigger.channel.send(chunk, allowed_mentions=REPLY_MENTIONS)
+                await trigger.channel.send(
+                    chunk, reference=reference, mention_author=False, allowed_mentions=REPLY_MENTIONS
+                )
             except discord.HTTPException as exc:
                 log.warning(
                     "reply.send_failed",

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.log import ChatKey, NewMessage
+from memory.mentions import MentionNames
 from memory.models import MemoryRow, Message
 from memory.row import is_tiling
 from tests.memory.helpers import START, fill, make_engine, message, new_chat, settle
@@ -129,7 +130,7 @@ async def test_an_edit_replaces_the_mentions(sessions: Sessions) -> None:
     engine, _, _ = make_engine(sessions)
     chat = await new_chat(engine)
     await engine.append(chat, mentioning(0, "owes me money"))
-    await engine.edit(chat, 10_000, "@Lo owes me money", (), ((1002,), ("Lo",)))
+    await engine.edit(chat, 10_000, "<@1002> owes me money", (), MentionNames(users={1002: "Lo"}))
     async with sessions() as s:
         row = await s.get(Message, (chat, 0))
         assert row is not None and row.text == "@Lo owes me money"
