@@ -3,17 +3,27 @@ replies to alice's messages (every part of a long one) are erased with them, and
 replies alice's name, written in plain text, is shown as @unknown-user; nothing Discord still
 shows brings it back (the reconnect window and the background walk), and a reply of Eva's to
 someone who opted out is never logged. The real bot on SimCord, the real Anthropic client
-against the fake."""
+against the fake.
+
+And the compactor: a call whose first request was out when an erasure committed sends no
+"too long" follow-up with the erased words (memory/anthropic_summarizer.py asks before each
+request whether the row moved)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 
 from bot.reconcile import Reconciler
+from memory.log import ChatKey, NewMessage
 from memory.models import Message
-from tests.hardening.support import assert_row_consistent, table_dump
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.anthropic_behaviours import Fault
+from tests.hardening.support import assert_row_consistent, table_dump, until
 from tests.hardening.world import World, catch_up
 
 FLAT = "quokkaflat"  # alice's words: only her message and Eva's answer to it hold them
@@ -98,3 +108,38 @@ async def test_eva_s_reply_to_someone_who_opted_out_is_not_logged(world: World) 
     assert await row_of(w, to_bob.id) is not None, "Eva's answers to others are logged as ever"
     dumped: Any = await table_dump(w.engine.sessions)
     assert FLAT not in dumped
+
+
+WORDS = "wombatcanary"  # alice's words in the compaction test
+
+
+async def test_a_too_long_follow_up_is_never_sent_after_an_erasure_commits(
+    services: Any, fake_anthropic: FakeAnthropic
+) -> None:
+    engine = services.engine
+    chat = await engine.ensure_chat(ChatKey("text", "general", discord_id=555, guild_id=77))
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    await engine.append_many(chat, [
+        NewMessage("alice" if k % 2 else "bob", start + timedelta(minutes=k),
+                   f"{WORDS if k % 2 else 'keeperbob'} note {k} about the lake trip and the picnic on sunday",
+                   author_id=1 if k % 2 else 2, snowflake=100 + k)
+        for k in range(12)
+    ])  # fmt: skip
+    fake_anthropic.compactor.overshoot_rate = 1.0  # every first try is too long: each call asks again
+    fake_anthropic.faults.fail_fraction(1.0, Fault("hang", hang_seconds=2.0), match="compact")
+    running = asyncio.create_task(engine.compact(chat))
+    await until(lambda: any(e.status is None and e.fault == "hang" for e in fake_anthropic.requests("compact")))
+    out = fake_anthropic.requests("compact")
+    assert any(WORDS in json.dumps(e.body) for e in out), "a request out holds alice's words"
+
+    await engine.erase_author(77, 1)  # committed while those first requests are out
+    fake_anthropic.faults.clear()  # their answers come; anything sent from now on is answered at once
+    committed_at = len(fake_anthropic.requests("compact"))
+    report = await running
+
+    after = fake_anthropic.requests("compact")[committed_at:]
+    assert not [e.request_id for e in after if WORDS in json.dumps(e.body)], "erased words sent again"
+    assert report.discarded > 0
+    await engine.compact(chat, until_idle=True, force_swap=True)
+    assert WORDS not in await table_dump(services.engine.sessions)
+    assert not [e for e in fake_anthropic.requests("compact")[committed_at:] if WORDS in json.dumps(e.body)]
