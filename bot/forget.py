@@ -59,9 +59,9 @@ async def forget_person(
     else:
         lines = plural(report.nodes, "line")
         verb = "is" if report.nodes == 1 else "are"
-        answers = "reply" if report.replies == 1 else "replies"
-        replies = f" and {report.replies:,} {answers} of mine to them" if report.replies else ""
-        erased = plural(report.messages, "message") + replies
+        erased = plural(report.messages, "message")
+        if report.replies:
+            erased += f" and {report.replies:,} of my messages answering or quoting them"
         text = f"Erased {erased}; {lines} {verb} being rebuilt without them."
     named = report.mentions + report.names
     if named:  # a person only ever mentioned must not hear that nothing happened

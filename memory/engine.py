@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory import erase, erase_everywhere, frame_tags, log, reads
+from memory.bot_words import redact_bot_messages
 from memory.clock import Clock, WallClock
 from memory.compactor import Compactor, PassReport
 from memory.config import MemoryConfig
@@ -26,7 +27,7 @@ from memory.errors import ChatNotEmpty
 from memory.guild_settings import GuildSettingsStore
 from memory.import_write import ImportJob, ImportResult, write_import
 from memory.log import ChatKey, NewMessage
-from memory.mention_erasure import person_names, redact_bot_messages, scrub_mentions
+from memory.mention_erasure import person_names, scrub_mentions
 from memory.mentions import MentionNames
 from memory.models import Chat, GuildSettings, MemoryRow, Message, OptOut
 from memory.pricing import PriceTable

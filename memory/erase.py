@@ -16,8 +16,9 @@ from datetime import datetime
 from sqlalchemy import Text, cast, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from memory.bot_words import bot_quotes, bot_replies, redact_bot_messages
 from memory.log import storable, tail_line_bytes
-from memory.mention_erasure import bot_replies, person_names, redact_bot_messages, scrub_mentions
+from memory.mention_erasure import person_names, scrub_mentions
 from memory.mentions import (
     MentionNames,
     names_for_version,
@@ -37,7 +38,7 @@ class ErasureReport:
     nodes: int = 0  # lines deleted (they are rebuilt without the erased words)
     chats: int = 0
     mentions: int = 0  # other people's messages that named the erased person (name taken out)
-    replies: int = 0  # the bot's replies to the erased person's messages, erased with them
+    replies: int = 0  # the bot's messages answering or quoting the erased person's, erased with them
     names: int = 0  # the bot's other messages that named them in plain text (name taken out)
 
     def add(self, other: ErasureReport) -> None:
@@ -142,20 +143,26 @@ async def erase_author(
     session: AsyncSession, chat_ids: Iterable[int], author_id: int, now: datetime, names: Iterable[str] = ()
 ) -> ErasureReport:
     """Every message of one person in the given chats (their guild's chats, or a DM), the bot's
-    replies to those messages, their name in the other messages of those chats that mention
-    them, and every name they were shown under (and ``names``, what the caller knows them by)
-    in the bot's other messages (memory/mention_erasure.py)."""
+    replies to those messages and its messages quoting them, their name in the other messages
+    of those chats that mention them (memory/mention_erasure.py), and every name they were
+    shown under (and ``names``, what the caller knows them by) in the bot's other messages
+    (memory/bot_words.py)."""
     chat_ids = list(chat_ids)
     known = await person_names(session, chat_ids, author_id) | set(names)
     report = ErasureReport()
     for chat_id in chat_ids:
-        indexes = (
-            await session.scalars(
-                select(Message.idx).where(Message.chat_id == chat_id, Message.author_id == author_id)
+        theirs = (
+            await session.execute(
+                select(Message.idx, Message.text).where(
+                    Message.chat_id == chat_id, Message.author_id == author_id
+                )
             )
         ).all()
-        if indexes:
+        if theirs:
+            indexes = [int(idx) for idx, _ in theirs]
             replies = await bot_replies(session, chat_id, indexes)
+            texts = [text for _, text in theirs if text]
+            replies += await bot_quotes(session, chat_id, texts, min(indexes), skip=replies)
             part = await erase_indexes(session, chat_id, [*indexes, *replies], now)
             part.replies = len(replies)
             part.messages -= len(replies)

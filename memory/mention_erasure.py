@@ -8,23 +8,20 @@ and name leave ``mention_ids``/``mention_names``, and the lines built over those
 deleted and rebuilt, like after an edit. The rest of Alice's words stay: they are hers,
 including a name she typed by hand.
 
-A bot's words are not a person's: the bot's replies to P's erased messages go with them
-(:func:`bot_replies`), and in the bot's other messages every name P was shown under (as author
-or as mentioned, and the names the caller knows P by) becomes ``@unknown-user`` wherever it
-stands as a whole word (:func:`redact_bot_messages`, memory/mentions.py ``redact_names``).
+What the bot itself wrote about P is memory/bot_words.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import cast, literal, or_, select
+from sqlalchemy import cast, literal, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import BigInteger
 
 from memory.log import tail_line_bytes
-from memory.mentions import redact_names, scrub_person
+from memory.mentions import scrub_person
 from memory.models import Chat, MemoryRow, Message
 from memory.nodes import delete_covering
 
@@ -105,80 +102,3 @@ async def person_names(session: AsyncSession, chat_ids: Iterable[int], person: i
         pairs = zip(mention_ids or (), mention_names or (), strict=False)
         names.update(name for mentioned, name in pairs if mentioned == person and name)
     return names
-
-
-async def bot_replies(session: AsyncSession, chat_id: int, indexes: Iterable[int]) -> list[int]:
-    """Bot messages (not erased) that reply to one of ``indexes``, and bot messages replying to
-    those in turn: a bot's answer to a message goes with it. One statement per level of the
-    chain (usually one), each reading the chat's messages in its primary-key range."""
-    erased = set(indexes)
-    found: set[int] = set()
-    frontier = set(erased)
-    while frontier:
-        rows = await session.scalars(
-            select(Message.idx).where(
-                Message.chat_id == chat_id,
-                Message.idx > min(frontier),  # a reply always comes after what it answers
-                Message.is_bot,
-                Message.erased_at.is_(None),
-                Message.reply_to.in_(sorted(frontier)),
-            )
-        )
-        frontier = set(rows.all()) - found - erased
-        found |= frontier
-    return sorted(found)
-
-
-async def redact_bot_messages(
-    session: AsyncSession, chat_ids: Iterable[int], names: Iterable[str]
-) -> tuple[int, int]:
-    """Take ``names`` out of the bot's messages (not erased) in ``chat_ids``, as whole words
-    (memory/mentions.py ``redact_names``); returns the messages changed and the lines deleted
-    for rebuilding. The trigram index on (chat, text) finds the candidates."""
-    ids = list(chat_ids)
-    usable = sorted({name.strip() for name in names if len(name.strip()) >= 2})
-    if not ids or not usable:
-        return 0, 0
-    holding = (
-        Message.chat_id.in_(ids),
-        Message.is_bot,
-        Message.erased_at.is_(None),
-        or_(*(Message.text.icontains(name, autoescape=True) for name in usable)),
-    )
-    chats = sorted(set((await session.scalars(select(Message.chat_id).where(*holding))).all()))
-    if not chats:
-        return 0, 0
-    states = {  # memory rows first, in chat order, as every erasure and edit takes them
-        state.chat_id: state
-        for state in (
-            await session.scalars(
-                select(MemoryRow).where(MemoryRow.chat_id.in_(chats)).order_by(MemoryRow.chat_id).with_for_update()
-            )
-        ).all()
-    }
-    rows = (
-        await session.scalars(
-            select(Message).where(*holding).order_by(Message.chat_id, Message.idx).with_for_update()
-        )
-    ).all()
-    changed: dict[int, list[int]] = {}
-    for m in rows:
-        text = redact_names(m.text or "", usable)
-        files = [redact_names(name, usable) for name in (m.attachments or [])]
-        if text == m.text and files == (m.attachments or []):
-            continue  # the name was part of a longer word ("Alice" in "Alicetown")
-        m.text, m.attachments = text, files or None
-        m.line_bytes = tail_line_bytes(m.idx, m.author_name, text)
-        changed.setdefault(m.chat_id, []).append(m.idx)
-    lines = 0
-    for chat_id, indexes in changed.items():
-        total = int(await session.scalar(select(Chat.next_index).where(Chat.id == chat_id)) or 0)
-        deleted = await delete_covering(session, chat_id, indexes, max(total, 1).bit_length())
-        lines += deleted
-        state = states.get(chat_id)
-        if state is not None:
-            state.version += 1  # a compactor call in flight must not write a line with the name
-            if deleted:
-                state.needs_repair = True
-                state.staged_ready = False
-    return sum(len(indexes) for indexes in changed.values()), lines

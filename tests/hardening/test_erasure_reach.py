@@ -51,6 +51,9 @@ async def test_forget_me_erases_eva_s_replies_to_the_person_and_her_name_in_eva_
     w.fake.script.push_text("alice told me where she lives; ask alice herself.", match="reply")
     question = await w.bob.send(w.general, f"{w.me.mention} what did {w.alice.mention} tell you?")
     (to_bob,) = [m for m in w.bot_messages() if m.reference and m.reference.message_id == question.id]
+    w.fake.script.push_text(f"She said: remember my flat, the {FLAT} on Birch Lane.", match="reply")
+    again = await w.bob.send(w.general, f"{w.me.mention} her words exactly?")
+    (quoting,) = [m for m in w.bot_messages() if m.reference and m.reference.message_id == again.id]
     await w.bob.send(w.general, "keeperbob the picnic is on sunday")
     await w.settle()
     assert "alice" in (await row_of(w, to_bob.id)).text  # type: ignore[union-attr]
@@ -59,11 +62,12 @@ async def test_forget_me_erases_eva_s_replies_to_the_person_and_her_name_in_eva_
     await w.alice.click(result.response, label="Erase my messages")
     assert result.response is not None
     said = result.response.content
-    assert said.startswith("Erased 1 message and 2 replies of mine to them;"), said
+    # Her question, Eva's two-part answer to it, and Eva's answer to bob that quotes her.
+    assert said.startswith("Erased 1 message and 3 of my messages answering or quoting them;"), said
     assert "Your name is gone from 2 messages of others that named you" in said  # bob's and Eva's
     await w.settle()
 
-    for part in answer:
+    for part in [*answer, quoting]:
         row = await row_of(w, part.id)
         assert row is not None and row.erased_at is not None and row.text is None and row.author_id is None
     kept = await row_of(w, to_bob.id)
