@@ -16,8 +16,8 @@ How (docs/design.md sections 4 and 10):
 
 Only what people can see is logged: messages of people and the bot's own replies; other
 bots' messages only when IGNORE_BOTS is off; no system messages (joins, pins). Opted-out
-people and paused chats are not logged; that is checked when a message is written, so an
-opt-out applies to messages still waiting in the queue.
+people, the bot's replies to them and paused chats are not logged; that is checked when a
+message is written, so an opt-out applies to messages still waiting in the queue.
 """
 
 from __future__ import annotations

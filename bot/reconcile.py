@@ -16,6 +16,12 @@ its lines are rebuilt).
 
 Every page is one operation in the channel's ingest queue, so it is ordered with live
 events: a live edit that arrives while a page is compared is applied after it.
+
+Like is compared with like (:func:`as_logged`): Discord's copy is rendered with the log's own
+names for the people the log names, and a person taken out of a sealed message (erased, or
+opted out when it was written; memory/mentions.py) stays out, so a copy that differs only there
+is not an edit. The edit itself is rendered by the memory under the row's lock (memory/erase.py),
+by the same rules: a page that raced an erasure cannot bring the person back either.
 """
 
 from __future__ import annotations

@@ -40,34 +40,35 @@ _REPLY_MARK = re.compile(r" ?\(reply to #\d+\)$")  # the log's reply note: not P
 # Messages read per statement when looking for quotes (a few hundred KB of text at a time).
 QUOTE_PAGE = 2_000
 
-Run = tuple[str, ...]
+Runs = dict[int, set[tuple[str, ...]]]  # runs of words by their length (5, or 4 for a whole message)
 
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(_REPLY_MARK.sub("", text).casefold())
 
 
-def word_runs(texts: Iterable[str]) -> set[Run]:
+def word_runs(texts: Iterable[str]) -> Runs:
     """The runs of words a quote of ``texts`` would share with them: every QUOTE_WORDS words of
     a longer message, a shorter one whole (MIN_QUOTE_WORDS words at least)."""
-    runs: set[Run] = set()
+    runs: Runs = {}
     for text in texts:
         words = _words(text)
         if len(words) < MIN_QUOTE_WORDS:
             continue
         size = min(QUOTE_WORDS, len(words))
-        runs.update(tuple(words[k : k + size]) for k in range(len(words) - size + 1))
+        runs.setdefault(size, set()).update(tuple(words[k : k + size]) for k in range(len(words) - size + 1))
     return runs
 
 
-def quotes(text: str, runs: set[Run]) -> bool:
+def quotes(text: str, runs: Runs) -> bool:
     """Whether ``text`` holds one of ``runs`` (case and punctuation aside)."""
     if not runs:
         return False
     words = _words(text)
-    sizes = {len(run) for run in runs}
     return any(
-        tuple(words[k : k + size]) in runs for size in sizes for k in range(len(words) - size + 1)
+        tuple(words[k : k + size]) in wanted
+        for size, wanted in runs.items()
+        for k in range(len(words) - size + 1)
     )
 
 
