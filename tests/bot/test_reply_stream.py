@@ -125,6 +125,18 @@ async def test_without_streaming_the_reply_is_sent_once(world: World) -> None:
     assert post.json["content"] == SENTENCES.replace("@everyone", "@\u200beveryone")
 
 
+@pytest.mark.parametrize("settings", [{"stream_replies": False}], indirect=True)
+async def test_without_streaming_every_part_of_a_long_reply_replies_to_the_question(world: World) -> None:
+    """Each part is a Discord reply to the trigger, as streamed ones are: an erasure of the
+    person who asked finds the whole answer (docs/security.md)."""
+    text = "\n\n".join(f"Part {k}. " + "many words here " * 70 for k in range(3))  # ~3,400 characters
+    world.fake.script.push_text(text)
+    asked = await world.alice.send(world.general, f"{world.me.mention} the long story please")
+    sent = world.bot_messages()
+    assert [m.content for m in sent] == split_message(text) and len(sent) == 3
+    assert all(m.reference is not None and m.reference.message_id == asked.id for m in sent)
+
+
 # --- max_tokens -----------------------------------------------------------------------------
 
 SMALL = {"reply_max_tokens": 20}  # the fake cuts text at 20 tokens x 4 bytes = 80 bytes
