@@ -24,7 +24,7 @@ from memory.fake_summarizer import FakeSummarizer
 from memory.pricing import PriceTable, Usage
 from memory.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
 from memory.prompts import context_block, cut_at_bytes, task_block, too_long_block
-from memory.summarizer import CompactTask, SummaryBatch
+from memory.summarizer import CompactTask, StillCurrent, SummaryBatch
 
 
 def corpus_seconds(clock: SimulatedClock) -> Callable[[], float]:
@@ -239,8 +239,14 @@ class MeteredSummarizer:
         self.inner = inner
         self.meters = list(meters)
 
-    async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
-        batch = await self.inner.summarize(context, tasks)
+    async def summarize(
+        self,
+        context: Sequence[str],
+        tasks: Sequence[CompactTask],
+        *,
+        still_current: StillCurrent | None = None,
+    ) -> SummaryBatch:
+        batch = await self.inner.summarize(context, tasks, still_current=still_current)
         for meter in self.meters:
             for body, output_tokens in compaction_requests(
                 meter.model,

@@ -14,8 +14,9 @@ later turn sends them again.
   prompt saying so; it never fails the turn.
 - A text file is framed like a message: ``<attachment ...>`` with its lines indented and
   frame tags bent (memory/prompts.py), so a file cannot close the frame and pose as us.
-- A replied-to message's files are read only when that message is in the log or its author is
-  asking: someone who opted out is not remembered, and their files are not read either.
+- A replied-to message's files are read only when that message is in the log and its author has
+  not opted out, or its author is asking: someone who opted out is not remembered, and their
+  files are not read either. An erased message's files are never read, whoever asks.
 
 Fetching is I/O (:func:`read_files`); turning results into blocks is pure (:func:`file_blocks`).
 """
@@ -260,21 +261,32 @@ async def _replied_message(message: discord.Message) -> discord.Message | None:
 
 
 async def turn_sources(
-    engine: MemoryEngine, chat_id: int, batch: Sequence[discord.Message]
+    engine: MemoryEngine, chat_id: int, batch: Sequence[discord.Message], guild_id: int | None = None
 ) -> list[FileSource]:
     """The messages whose files this turn reads: the triggers and the messages they reply to,
-    oldest first, each once. A replied-to message that is not in the log (its author opted out,
-    or it predates the memory) is read only when one of the askers wrote it."""
+    oldest first, each once. An erased message is never read, whoever asks (its slot is all
+    that is left of it). A replied-to message that is not in the log (it predates the memory,
+    or the chat was paused) or whose author opted out (in ``guild_id``'s scope) is read only
+    when one of the askers wrote it."""
     askers = {message.author.id for message in batch}
     chosen: dict[int, FileSource] = {}
+    opted_out: set[int] | None = None
     for trigger in batch:
         replied = await _replied_message(trigger)
         for message in (replied, trigger):
             if message is None or message.id in chosen or not message.attachments:
                 continue
-            index = await engine.index_of_snowflake(chat_id, message.id)
-            if index is None and message.author.id not in askers:
-                continue
+            slot = await engine.slot_of_snowflake(chat_id, message.id)
+            if slot is not None and slot[1]:
+                continue  # erased (forget-me, a delete): never a source of a turn
+            if message.author.id not in askers:
+                if slot is None:
+                    continue
+                if opted_out is None:
+                    opted_out = await engine.opted_out(guild_id)
+                if message.author.id in opted_out:
+                    continue
+            index = slot[0] if slot is not None else None
             name = message.author.display_name
             where = f"{name}'s message " + (f"#{index}" if index is not None else "(not in the log)")
             chosen[message.id] = FileSource(where, tuple(message.attachments))

@@ -8,7 +8,9 @@ server's channels and threads; in DMs (guild None) their direct-message memory. 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
+from typing import Any
 
 import structlog
 
@@ -29,14 +31,25 @@ async def refresh_opt_outs(services: Services, guild_id: int | None) -> None:
         await refresh(guild_id)
 
 
-async def forget_person(services: Services, guild_id: int | None, user_id: int, opt_out: bool) -> str:
-    """Erase ``user_id``'s messages (and opt them out if asked); returns the report to show them."""
+def names_of(user: Any) -> tuple[str, ...]:
+    """What Discord shows for a person now (their name in the server, their global display
+    name, their username): the bot's words may name them by any of these."""
+    found = [getattr(user, key, None) for key in ("display_name", "global_name", "name")]
+    return tuple(dict.fromkeys(name for name in found if isinstance(name, str) and name))
+
+
+async def forget_person(
+    services: Services, guild_id: int | None, user_id: int, opt_out: bool, names: Iterable[str] = ()
+) -> str:
+    """Erase ``user_id``'s messages and the bot's replies to them, and take their name out of
+    what others and the bot wrote (``names``: what Discord calls them now, :func:`names_of`);
+    opt them out if asked. Returns the report to show them."""
     if opt_out:
         # Opt out first: a message that arrives while the erasure runs is then either
         # erased with the rest or never logged.
         await services.engine.opt_out(guild_id, user_id)
         await refresh_opt_outs(services, guild_id)
-    report = await services.engine.erase_author(guild_id, user_id)
+    report = await services.engine.erase_author(guild_id, user_id, tuple(names))
     # Counts only (messages, nodes, chats, mentions): never the erased words.
     log.info("forget.done", guild_id=guild_id, user_id=user_id, opt_out=opt_out, **asdict(report))
     if report.messages == 0:
@@ -46,9 +59,13 @@ async def forget_person(services: Services, guild_id: int | None, user_id: int, 
     else:
         lines = plural(report.nodes, "line")
         verb = "is" if report.nodes == 1 else "are"
-        text = f"Erased {plural(report.messages, 'message')}; {lines} {verb} being rebuilt without them."
-    if report.mentions:  # a person only ever mentioned must not hear that nothing happened
-        text += f" Your name is gone from {plural(report.mentions, 'message')} of others that named you."
+        erased = plural(report.messages, "message")
+        if report.replies:
+            erased += f" and {report.replies:,} of my messages answering or quoting them"
+        text = f"Erased {erased}; {lines} {verb} being rebuilt without them."
+    named = report.mentions + report.names
+    if named:  # a person only ever mentioned must not hear that nothing happened
+        text += f" Your name is gone from {plural(named, 'message')} of others that named you."
     if opt_out:
         where = "in our direct messages" if guild_id is None else "in this server"
         text += f" I will not remember your messages {where} from now on; /remember-me undoes this."

@@ -16,8 +16,8 @@ How (docs/design.md sections 4 and 10):
 
 Only what people can see is logged: messages of people and the bot's own replies; other
 bots' messages only when IGNORE_BOTS is off; no system messages (joins, pins). Opted-out
-people and paused chats are not logged; that is checked when a message is written, so an
-opt-out applies to messages still waiting in the queue.
+people, the bot's replies to them and paused chats are not logged; that is checked when a
+message is written, so an opt-out applies to messages still waiting in the queue.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from bot.chats import message_to_new as message_to_new
 from bot.ingest_queue import Append, Backfill, ChannelQueue, Edit, Erase, Op, parent_id, transient
 from bot.mentions import MentionLookup
 from bot.reconcile import Reconcile, run_page
-from memory import NewMessage, Rendered
+from memory import NewMessage
 from memory.errors import DuplicateEntry
 
 if TYPE_CHECKING:
@@ -250,12 +250,11 @@ class Ingest:
         info = await self.engine.chat_by_discord_id(q.channel_id)
         if isinstance(op, Edit):
             if info is not None:
-                rendered = Rendered(op.content)
+                names = None
                 if op.message is not None:
                     hidden = await self.hidden_people(op.message)
-                    rendered = await self.mentions.render(op.message, op.content, hidden)
-                mentions = (rendered.mention_ids, rendered.mention_names)
-                await self.engine.edit(info.id, op.message_id, rendered.text, op.attachments, mentions)
+                    names = await self.mentions.lookup(op.message, op.content, hidden)
+                await self.engine.edit(info.id, op.message_id, op.content, op.attachments, names)
         elif isinstance(op, Erase):
             if info is not None:
                 report = await self.engine.erase_messages(info.id, op.message_ids)
@@ -318,9 +317,13 @@ class Ingest:
             if me is not None and person.id == me.id:
                 person = getattr(message.channel, "recipient", None)
             return person is not None and person.id in await self._opt_out_set(0)
+        opted = await self._opt_out_set(message.guild.id)
         if me is not None and person.id == me.id:
-            return False
-        return person.id in await self._opt_out_set(message.guild.id)
+            # The bot's answer to someone who opted out is about them: not logged either.
+            ref = message.reference
+            replied = ref.resolved if ref is not None else None
+            return isinstance(replied, discord.Message) and replied.author.id in opted
+        return person.id in opted
 
     async def hidden_people(self, message: discord.Message) -> set[int]:
         """People a new line must not name: those opted out where the message was written."""

@@ -110,15 +110,14 @@ class LiveReply:
                         )
                         self.shown[position] = chunk
                     continue
-                if position == 0:
-                    sent = await self.trigger.channel.send(
-                        chunk,
-                        reference=self.trigger.to_reference(fail_if_not_exists=False),
-                        mention_author=False,
-                        allowed_mentions=REPLY_MENTIONS,
-                    )
-                else:
-                    sent = await self.trigger.channel.send(chunk, allowed_mentions=REPLY_MENTIONS)
+                # Every part replies to the trigger, so the log knows each part of the answer
+                # (an erasure of the trigger's author takes the whole answer: docs/security.md).
+                sent = await self.trigger.channel.send(
+                    chunk,
+                    reference=self.trigger.to_reference(fail_if_not_exists=False),
+                    mention_author=False,
+                    allowed_mentions=REPLY_MENTIONS,
+                )
                 self.messages.append(sent)
                 self.shown.append(chunk)
             for extra in self.messages[len(chunks) :]:  # a shorter final text (a failure note)

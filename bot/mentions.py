@@ -42,11 +42,17 @@ class MentionLookup:
     async def render(self, message: discord.Message, content: str, hidden: Iterable[int] = ()) -> Rendered:
         """``content`` (the message's visible text) with names for its mentions; ``hidden``:
         people never to be named (opted out)."""
+        return render_mentions(content, await self.lookup(message, content, hidden))
+
+    async def lookup(
+        self, message: discord.Message, content: str, hidden: Iterable[int] = ()
+    ) -> MentionNames:
+        """What the ids ``content`` mentions are called, for the memory to render (an edit is
+        rendered there, under the row's lock: memory/erase.py)."""
         ids = wanted(content)
         if not ids:
-            return render_mentions(content, MentionNames())
-        names = await self.names(message, ids, frozenset(hidden))
-        return render_mentions(content, names)
+            return MentionNames(hidden=frozenset(hidden))
+        return await self.names(message, ids, frozenset(hidden))
 
     async def names(self, message: discord.Message, ids: Wanted, hidden: frozenset[int]) -> MentionNames:
         guild = message.guild

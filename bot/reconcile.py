@@ -16,6 +16,12 @@ its lines are rebuilt).
 
 Every page is one operation in the channel's ingest queue, so it is ordered with live
 events: a live edit that arrives while a page is compared is applied after it.
+
+Like is compared with like (:func:`as_logged`): Discord's copy is rendered with the log's own
+names for the people the log names, and a person taken out of a sealed message (erased, or
+opted out when it was written; memory/mentions.py) stays out, so a copy that differs only there
+is not an edit. The edit itself is rendered by the memory under the row's lock (memory/erase.py),
+by the same rules: a page that raced an erasure cannot bring the person back either.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +38,7 @@ import structlog
 
 from bot.chats import channel_for_chat, is_dm, visible
 from memory.log import storable
+from memory.mentions import MentionNames, names_for_version, render_mentions, same_but_redacted
 from memory.reconcile import PAGE, LoggedMessage, text_digest
 from memory.records import message_text
 
@@ -52,14 +59,28 @@ LEASE = timedelta(minutes=10)  # a claimed page not done by then is claimed agai
 
 @dataclass(frozen=True, slots=True)
 class SeenMessage:
-    """A message as Discord shows it now, in the memory's terms."""
+    """A message as Discord shows it now: its visible text (raw ``<@id>`` mentions) and what
+    its ids are called. The log stores mentions as names (memory/mentions.py), so the text is
+    rendered the way the log would render it before comparing."""
 
     snowflake: int
     content: str
     attachments: tuple[str, ...] = ()
-    # The people it mentions and the names shown for them: the log stores mentions as names
-    # (memory/mentions.py), so Discord's raw text is rendered the same way before comparing.
-    mentions: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
+    names: MentionNames = field(default_factory=MentionNames)
+
+
+def as_logged(logged: LoggedMessage, seen: SeenMessage) -> str:
+    """Discord's copy rendered like with like: the people ``logged`` names under the names it
+    shows for them, and a person taken out of a sealed message (erased, or opted out when it
+    was written) as @unknown-user. Equal to the logged text unless its words changed."""
+    kept = dict(zip(logged.mention_ids, logged.mention_names, strict=True))
+    users = {person: name for person, name in seen.names.users.items() if person not in kept}
+    users.update({person: name for person, name in kept.items() if name})  # "": the raw form stayed
+    names = names_for_version(
+        seen.content, replace(seen.names, users=users), was_sealed=logged.sealed, kept_ids=kept
+    )
+    content = render_mentions(seen.content, names).text
+    return storable(message_text(content, seen.attachments, logged.reply_to))
 
 
 @dataclass(slots=True)
@@ -95,9 +116,12 @@ def plan_page(
         if now is None:
             plan.erase.append(m.snowflake)
         elif compare_text:
-            body = storable(message_text(now.content, now.attachments, m.reply_to))
-            if text_digest(body) != m.digest:
-                plan.edit.append(now)
+            body = as_logged(m, now)
+            if text_digest(body) == m.digest:
+                continue
+            if m.text is not None and same_but_redacted(m.text, body):
+                continue  # a bot's words with a person's name taken out: nothing else changed
+            plan.edit.append(now)
     return plan
 
 
@@ -137,11 +161,11 @@ def readable(channel: Any) -> bool:
 
 
 async def _seen(ingest: Ingest, message: discord.Message) -> SeenMessage:
-    """Discord's message as the log would store it now: raw ``<@id>`` compared with a logged
-    ``@name`` would look like an edit on every pass, and the edit would store the raw form."""
+    """Discord's message with names for its ids: raw ``<@id>`` compared with a logged ``@name``
+    would look like an edit on every pass, and the edit would store the raw form."""
     content, tags = visible(message)
-    rendered = await ingest.mentions.render(message, content, await ingest.hidden_people(message))
-    return SeenMessage(message.id, rendered.text, tags, (rendered.mention_ids, rendered.mention_names))
+    names = await ingest.mentions.lookup(message, content, await ingest.hidden_people(message))
+    return SeenMessage(message.id, content, tags, names)
 
 
 async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile | None:
@@ -165,7 +189,7 @@ async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile 
         report = await engine.erase_messages(op.chat_id, plan.erase)
         log.info("reconcile.erased", chat_id=op.chat_id, messages=report.messages, lines=report.nodes)
     for seen in plan.edit:
-        await engine.edit(op.chat_id, seen.snowflake, seen.content, seen.attachments, seen.mentions)
+        await engine.edit(op.chat_id, seen.snowflake, seen.content, seen.attachments, seen.names)
     if plan.edit:
         log.info("reconcile.edited", chat_id=op.chat_id, messages=len(plan.edit))
     now = services.clock.now()

@@ -90,6 +90,7 @@ class Settings(BaseSettings):
     # --- reconciliation with Discord (bot/reconcile.py)
     reconcile_recent: float = 86_400.0  # after a reconnect: the day before the outage, and since
     reconcile_period: float = 2_592_000.0  # the background walk covers each chat's history every 30 days
+    reconcile_tick: float = 60.0  # seconds between the walk's looks for due pages
     # --- per-server settings and spending (docs/design.md, running it); appended here, the
     # per-server values live in the database and default to these
     allowed_reply_models: str = ""  # comma-separated; empty: REPLY_MODEL only
@@ -161,6 +162,8 @@ class Settings(BaseSettings):
             out.append("JOBS and TRIES must be at least 1")
         if self.reconcile_recent < 0 or self.reconcile_period < 0:
             out.append("RECONCILE_RECENT and RECONCILE_PERIOD cannot be negative")
+        if self.reconcile_tick <= 0:
+            out.append("RECONCILE_TICK must be above 0")
         for name in ("guild_monthly_budget_usd", "monthly_budget_usd"):
             value = getattr(self, name)
             if value is not None and value < 0:

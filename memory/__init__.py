@@ -17,7 +17,7 @@ from memory.erase import ErasureReport
 from memory.guild_settings import GuildSettingsStore
 from memory.import_write import ImportJob, ImportResult
 from memory.log import ChatKey, NewMessage
-from memory.mentions import Rendered
+from memory.mentions import MentionNames, Rendered
 from memory.pricing import PriceTable, Usage
 from memory.reconcile import DueWalk, LoggedMessage, ReconcileState
 from memory.stats import ChatStats, NodeDetail
@@ -39,6 +39,7 @@ __all__ = [
     "LoggedMessage",
     "MemoryConfig",
     "MemoryEngine",
+    "MentionNames",
     "NewMessage",
     "NodeDetail",
     "PassReport",

@@ -14,6 +14,10 @@ One ``summarize`` call is one conversation (docs/design.md section 6):
    At most ``tries`` requests in all; the shortest try of each task is kept; a task the first
    reply leaves empty is a failure of that node (``None``), never retried here.
 
+Before each request after the first, the caller's ``still_current`` is asked whether the row
+moved since the call was planned (an erasure committed while the first request was out): if it
+did, nothing more is sent and the lines so far are returned, to be thrown away by the caller.
+
 Failures: any SDK failure of the first request raises :class:`SummarizerError` with a short
 reason, after one log event (reason, model, counts; never text). The client is used with
 ``max_retries=0``: the compactor's RETRY loop retries the node, not the SDK. If a too-long
@@ -40,7 +44,7 @@ from memory.prompts import (
     too_long_block,
     trim_overshoot,
 )
-from memory.summarizer import CallUsage, CompactTask, SummarizerError, SummaryBatch
+from memory.summarizer import CallUsage, CompactTask, StillCurrent, SummarizerError, SummaryBatch
 
 log = structlog.get_logger(__name__)
 
@@ -102,7 +106,13 @@ class AnthropicSummarizer:
         self.tries = tries
         self.trim_slack = trim_slack  # see memory/prompts.py trim_overshoot; 0: always ask again
 
-    async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
+    async def summarize(
+        self,
+        context: Sequence[str],
+        tasks: Sequence[CompactTask],
+        *,
+        still_current: StillCurrent | None = None,
+    ) -> SummaryBatch:
         count = len(tasks)
         usage = CallUsage(model=self.model)
         if count == 0:
@@ -113,6 +123,8 @@ class AnthropicSummarizer:
         tries = [1] * count
         pending = list(range(count))  # the steps the next reply answers
         for attempt in range(1, self.tries + 1):
+            if attempt > 1 and still_current is not None and not await still_current():
+                break  # the row moved (an erasure?) while the last request was out: send no more
             try:
                 reply = await self._request(messages, len(pending), usage)
             except ClaudeError as exc:

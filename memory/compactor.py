@@ -12,8 +12,9 @@ different: it is the key's, shared with replies, so all compaction pauses for th
 ``retry-after`` (at least RETRY) and replies, which never wait on this pause, keep the quota.
 
 Calls are planned by memory/call_plan.py: one context per call, only lines before every task's
-input. The row version is read again right before each call, so work planned before an erasure
-is dropped and no erased line or message is sent once the erasure has committed.
+input. The row version is read again right before each request of a call (its first, and every
+too-long retry the summarizer sends in the same conversation), so work planned before an
+erasure is dropped and no erased line or message is sent once the erasure has committed.
 """
 
 from __future__ import annotations
@@ -216,12 +217,18 @@ class Compactor:
             if self.paused():
                 return  # planned before a rate limit: planned again once the pause is over
             # Read right before sending: an erasure (or a swap) committed since planning moved
-            # the version, and this call may carry the erased words. Drop it unsent.
-            if await self._current_version(chat_id) != version:
+            # the version, and this call may carry the erased words. Drop it unsent; the
+            # summarizer asks again before each further request of the call.
+            async def still_current() -> bool:
+                return await self._current_version(chat_id) == version
+
+            if not await still_current():
                 report.discarded += len(group)
                 return
             try:
-                batch = await self.summarizer.summarize(context, [t.task for t in group])
+                batch = await self.summarizer.summarize(
+                    context, [t.task for t in group], still_current=still_current
+                )
             except SummarizerError as exc:
                 report.failed_calls += 1
                 if exc.retry_after is not None or exc.rate_limited:

@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory import erase, erase_everywhere, frame_tags, log, reads
+from memory.bot_words import redact_bot_messages
 from memory.clock import Clock, WallClock
 from memory.compactor import Compactor, PassReport
 from memory.config import MemoryConfig
@@ -26,8 +27,9 @@ from memory.errors import ChatNotEmpty
 from memory.guild_settings import GuildSettingsStore
 from memory.import_write import ImportJob, ImportResult, write_import
 from memory.log import ChatKey, NewMessage
-from memory.mention_erasure import scrub_mentions
-from memory.models import Chat, GuildSettings, MemoryRow, OptOut
+from memory.mention_erasure import person_names, scrub_mentions
+from memory.mentions import MentionNames
+from memory.models import Chat, GuildSettings, MemoryRow, Message, OptOut
 from memory.pricing import PriceTable
 from memory.summarizer import Summarizer
 from memory.view import PromptView, prompt_view
@@ -142,19 +144,32 @@ class MemoryEngine(EngineBooks):
         async with self.sessions() as s:
             return await log.index_of_snowflake(s, chat_id, snowflake)
 
+    async def slot_of_snowflake(self, chat_id: int, snowflake: int) -> tuple[int, bool] | None:
+        """The log index of a Discord message and whether its slot is erased; None: not logged."""
+        async with self.sessions() as s:
+            row = (
+                await s.execute(
+                    select(Message.idx, Message.erased_at.is_not(None)).where(
+                        Message.chat_id == chat_id, Message.snowflake == snowflake
+                    )
+                )
+            ).one_or_none()
+            return (int(row[0]), bool(row[1])) if row is not None else None
+
     async def edit(
         self,
         chat_id: int,
         snowflake: int,
         content: str,
         attachments: tuple[str, ...] = (),
-        mentions: tuple[tuple[int, ...], tuple[str, ...]] = ((), ()),
+        names: MentionNames | None = None,
     ) -> int | None:
-        """``mentions``: the people ``content`` mentions and the names shown for them
-        (memory/mentions.py); raw ``<@id>`` left in ``content`` are found by themselves."""
+        """A new version of a logged message: ``content`` as Discord shows it (raw ``<@id>``
+        mentions), ``names`` what its ids are called (memory/mentions.py); rendered under the
+        row's lock, so a person an erasure took out of the message is never named again."""
         async with self.sessions() as s, s.begin():
             deleted = await erase.edit_message(
-                s, chat_id, snowflake, content, attachments, self.clock.now(), mentions
+                s, chat_id, snowflake, content, attachments, self.clock.now(), names
             )
         self.purge_due = True  # after the commit: a VACUUM before it would find nothing to remove
         return deleted
@@ -166,27 +181,33 @@ class MemoryEngine(EngineBooks):
         self.purge_due = True
         return report
 
-    async def erase_author(self, guild_id: int | None, author_id: int) -> ErasureReport:
+    async def erase_author(
+        self, guild_id: int | None, author_id: int, names: Iterable[str] = ()
+    ) -> ErasureReport:
         """Everything one person wrote in a guild (``guild_id`` None or 0: their DMs with the
-        bot, both sides, since a DM memory is about that person alone)."""
+        bot, both sides, since a DM memory is about that person alone), the bot's replies to
+        it, and the person's name in what others and the bot wrote there. ``names``: what the
+        caller knows them by (Discord's display name, username) besides the names the log shows."""
         async with self.sessions() as s, s.begin():
             report = ErasureReport()
             if guild_id in (None, DM_SCOPE):
+                theirs = await self._dm_chats_of(s, author_id)
+                dms = (await s.scalars(select(Chat.id).where(Chat.kind == "dm"))).all()
+                others = [chat for chat in dms if chat not in theirs]
+                known = await person_names(s, [*theirs, *others], author_id) | set(names)
                 # The whole DM chat goes, not just its messages: its name holds their username.
-                report = await erase.delete_chats(s, await self._dm_chats_of(s, author_id))
+                report = await erase.delete_chats(s, theirs)
                 # Their name in other people's DMs with the bot (the DM scope of opt-outs).
-                others = (await s.scalars(select(Chat.id).where(Chat.kind == "dm"))).all()
                 report.mentions, lines = await scrub_mentions(s, others, author_id)
-                report.nodes += lines
+                report.names, more = await redact_bot_messages(s, others, known)
+                report.nodes += lines + more
             else:
                 chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
-                report = await erase.erase_author(s, chat_ids, author_id, self.clock.now())
+                report = await erase.erase_author(s, chat_ids, author_id, self.clock.now(), names)
         self.purge_due = True
         return report
 
     async def _dm_chats_of(self, s: AsyncSession, user_id: int) -> list[int]:
-        from memory.models import Message
-
         # By the chat's recipient: their own messages may all be deleted while the bot's
         # replies quoting them remain. By authored messages too, for a DM whose recipient
         # was never known (its first sight had no recipient in discord.py's cache).
@@ -200,11 +221,13 @@ class MemoryEngine(EngineBooks):
         )
         return list(rows.all())
 
-    async def erase_author_everywhere(self, author_id: int) -> ErasureReport:
+    async def erase_author_everywhere(self, author_id: int, names: Iterable[str] = ()) -> ErasureReport:
         """Everything one person wrote in every chat: guilds, imports, and their DM chats whole."""
         async with self.sessions() as s, s.begin():
             dms = await self._dm_chats_of(s, author_id)
-            report = await erase_everywhere.erase_person_everywhere(s, author_id, self.clock.now(), dms)
+            report = await erase_everywhere.erase_person_everywhere(
+                s, author_id, self.clock.now(), dms, names
+            )
         self.purge_due = True
         return report
 

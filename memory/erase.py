@@ -16,8 +16,10 @@ from datetime import datetime
 from sqlalchemy import Text, cast, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from memory.bot_words import bot_quotes, bot_replies, redact_bot_messages
 from memory.log import stored_words, tail_line_bytes
-from memory.mention_erasure import scrub_mentions
+from memory.mention_erasure import person_names, scrub_mentions
+from memory.mentions import MentionNames, names_for_version, render_mentions, same_but_redacted, sealed
 from memory.models import Chat, MemoryRow, Message, TreeNode
 from memory.nodes import NodeWrite, delete_covering, insert_nodes
 
@@ -28,12 +30,16 @@ class ErasureReport:
     nodes: int = 0  # lines deleted (they are rebuilt without the erased words)
     chats: int = 0
     mentions: int = 0  # other people's messages that named the erased person (name taken out)
+    replies: int = 0  # the bot's messages answering or quoting the erased person's, erased with them
+    names: int = 0  # the bot's other messages that named them in plain text (name taken out)
 
     def add(self, other: ErasureReport) -> None:
         self.messages += other.messages
         self.nodes += other.nodes
         self.chats += other.chats
         self.mentions += other.mentions
+        self.replies += other.replies
+        self.names += other.names
 
 
 async def _lock_row(session: AsyncSession, chat_id: int) -> MemoryRow | None:
@@ -126,23 +132,38 @@ async def erase_snowflakes(
 
 
 async def erase_author(
-    session: AsyncSession, chat_ids: Iterable[int], author_id: int, now: datetime
+    session: AsyncSession, chat_ids: Iterable[int], author_id: int, now: datetime, names: Iterable[str] = ()
 ) -> ErasureReport:
-    """Every message of one person in the given chats (their guild's chats, or a DM), and
-    their name in the other messages of those chats that mention them."""
+    """Every message of one person in the given chats (their guild's chats, or a DM), the bot's
+    replies to those messages and its messages quoting them, their name in the other messages
+    of those chats that mention them (memory/mention_erasure.py), and every name they were
+    shown under (and ``names``, what the caller knows them by) in the bot's other messages
+    (memory/bot_words.py)."""
     chat_ids = list(chat_ids)
+    known = await person_names(session, chat_ids, author_id) | set(names)
     report = ErasureReport()
     for chat_id in chat_ids:
-        indexes = (
-            await session.scalars(
-                select(Message.idx).where(Message.chat_id == chat_id, Message.author_id == author_id)
+        theirs = (
+            await session.execute(
+                select(Message.idx, Message.text).where(
+                    Message.chat_id == chat_id, Message.author_id == author_id
+                )
             )
         ).all()
-        if indexes:
-            report.add(await erase_indexes(session, chat_id, indexes, now))
+        if theirs:
+            indexes = [int(idx) for idx, _ in theirs]
+            replies = await bot_replies(session, chat_id, indexes)
+            texts = [text for _, text in theirs if text]
+            replies += await bot_quotes(session, chat_id, texts, min(indexes), skip=replies)
+            part = await erase_indexes(session, chat_id, [*indexes, *replies], now)
+            part.replies = len(replies)
+            part.messages -= len(replies)
+            report.add(part)
             report.chats += 1
     scrubbed, lines = await scrub_mentions(session, chat_ids, author_id)
     report.mentions += scrubbed
+    report.nodes += lines
+    report.names, lines = await redact_bot_messages(session, chat_ids, known)
     report.nodes += lines
     return report
 
@@ -184,20 +205,36 @@ async def edit_message(
     content: str,
     attachments: tuple[str, ...],
     edited_at: datetime,
-    mentions: tuple[tuple[int, ...], tuple[str, ...]] = ((), ()),
+    names: MentionNames | None = None,
 ) -> int | None:
-    """Replace a message's text; returns the number of lines deleted for rebuilding, or
-    None when the message is not logged (or erased)."""
+    """Replace a message's text with a new version; returns the number of lines deleted for
+    rebuilding, or None when the message is not logged (or erased).
+
+    ``content`` is the version as Discord shows it (raw ``<@id>`` mentions), ``names`` what its
+    ids are called; it is rendered here, with the row locked, by the rules of a sealed message
+    (memory/mentions.py): a person the erasure took out of it stays ``@unknown-user``, whatever
+    an erasure committed just before this edit. A bot's message that differs only where
+    ``@unknown-user`` stands keeps its logged text (its plain-text names cannot be found again).
+    """
+    # The memory row first, then the message, as an erasure takes them: the edit and an
+    # erasure of a person it mentions run one after the other, and never deadlock.
+    state = await _lock_row(session, chat_id)
     m = await session.scalar(
-        select(Message).where(Message.chat_id == chat_id, Message.snowflake == snowflake)
+        select(Message).where(Message.chat_id == chat_id, Message.snowflake == snowflake).with_for_update()
     )
     if m is None or m.erased_at is not None or m.author_name is None:
         return None
-    words = stored_words(content, attachments, m.reply_to, mentions)  # as the append stores them
-    m.mention_ids, m.mention_names = words.mention_ids, words.mention_names
-    if words.text == m.text:
+    was_sealed = sealed(m.text)
+    lookup = names_for_version(
+        content, names or MentionNames(), was_sealed=was_sealed, kept_ids=m.mention_ids or ()
+    )
+    rendered = render_mentions(content, lookup)
+    # as the append stores them: every column storable (memory/log.py)
+    mentions = (rendered.mention_ids, rendered.mention_names)
+    words = stored_words(rendered.text, attachments, m.reply_to, mentions)
+    if words.text == m.text or (was_sealed and m.is_bot and same_but_redacted(m.text or "", words.text)):
         return 0
-    state = await _lock_row(session, chat_id)
+    m.mention_ids, m.mention_names = words.mention_ids, words.mention_names
     total = int(await session.scalar(select(Chat.next_index).where(Chat.id == chat_id)) or 0)
     m.text, m.attachments, m.edited_at = words.text, words.attachments, edited_at
     m.line_bytes = tail_line_bytes(m.idx, m.author_name, words.text)

@@ -17,14 +17,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory import erase
 from memory.erase import ErasureReport
+from memory.mention_erasure import person_names
 from memory.models import Chat, Message
 
 
 async def erase_person_everywhere(
-    session: AsyncSession, author_id: int, now: datetime, dm_chat_ids: Iterable[int]
+    session: AsyncSession,
+    author_id: int,
+    now: datetime,
+    dm_chat_ids: Iterable[int],
+    names: Iterable[str] = (),
 ) -> ErasureReport:
     dms = set(dm_chat_ids)
-    report = await erase.delete_chats(session, sorted(dms))
     # Chats with their messages, and chats where others mention them (their name goes too).
     holding = (
         await session.scalars(
@@ -33,7 +37,10 @@ async def erase_person_everywhere(
             .distinct()
         )
     ).all()
-    report.add(await erase.erase_author(session, sorted(set(holding) - dms), author_id, now))
+    # The names they were shown under in their DMs too, read before those chats go.
+    known = await person_names(session, sorted(dms), author_id) | set(names)
+    report = await erase.delete_chats(session, sorted(dms))
+    report.add(await erase.erase_author(session, sorted(set(holding) - dms), author_id, now, known))
     return report
 
 

@@ -33,7 +33,7 @@ from memory.prompts import (
     too_long_block,
     trim_overshoot,
 )
-from memory.summarizer import CallUsage, CompactTask, SummarizerError, SummaryBatch
+from memory.summarizer import CallUsage, CompactTask, StillCurrent, SummarizerError, SummaryBatch
 from memory.tree import utf8_len
 
 __all__ = [
@@ -176,7 +176,13 @@ class FakeSummarizer:
         self.tries_by_node: dict[tuple[int, int], int] = {}
         self.usage = CallUsage(model=FAKE_MODEL)
 
-    async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
+    async def summarize(
+        self,
+        context: Sequence[str],
+        tasks: Sequence[CompactTask],
+        *,
+        still_current: StillCurrent | None = None,
+    ) -> SummaryBatch:
         self.calls += 1
         check_compactor_input(context, tasks, self.full_text_lookup)
         if self.context_check is not None:
@@ -198,7 +204,23 @@ class FakeSummarizer:
         if self.fail_rate and unit_draw(call_seed, "fail") < self.fail_rate:
             self.failed_calls += 1
             raise SummarizerError(f"fake summarizer: injected failure on call {self.calls}")
-        return self._answer(context, tasks, call_numbers)
+        # The too-long round is a second request, sent only while the row has not moved (as the
+        # Anthropic summarizer asks before it); without it the first tries stand.
+        retry = self.tries > 1 and self._wants_retry(tasks, call_numbers)
+        if retry and still_current is not None:
+            retry = await still_current()
+        return self._answer(context, tasks, call_numbers, retry=retry)
+
+    def _wants_retry(self, tasks: Sequence[CompactTask], call_numbers: Sequence[int]) -> bool:
+        """Whether some first try is over the limit after trimming (an empty reply is not)."""
+        for task, call_number in zip(tasks, call_numbers, strict=True):
+            seed = f"{node_seed(task.level, task.index)}#{call_number}"
+            if self.empty_rate and unit_draw(seed, "empty") < self.empty_rate:
+                continue
+            first = self._try(task, 1)
+            if utf8_len(trim_overshoot(first, self.node_bytes, self.trim_slack) or first) > self.node_bytes:
+                return True
+        return False
 
     def _try(self, task: CompactTask, attempt: int) -> str:
         seed = node_seed(task.level, task.index)
@@ -209,7 +231,12 @@ class FakeSummarizer:
         return fake_merge_try(task.left, task.right, seed, attempt, self.overshoot_rate, self.node_bytes)
 
     def _answer(
-        self, context: Sequence[str], tasks: Sequence[CompactTask], call_numbers: Sequence[int]
+        self,
+        context: Sequence[str],
+        tasks: Sequence[CompactTask],
+        call_numbers: Sequence[int],
+        *,
+        retry: bool = True,
     ) -> SummaryBatch:
         many = len(tasks) > 1
         lines: list[str | None] = []
@@ -226,7 +253,7 @@ class FakeSummarizer:
             first = self._try(task, 1)
             first_tries.append(first)
             kept, used = trim_overshoot(first, self.node_bytes, self.trim_slack) or first, 1
-            if utf8_len(kept) > self.node_bytes and self.tries > 1:
+            if utf8_len(kept) > self.node_bytes and self.tries > 1 and retry:
                 second = self._try(task, 2)
                 retried.append((step, first, second))
                 used = 2

@@ -7,6 +7,8 @@ mentions P, the name shown for P (and any raw ``<@P>``) becomes ``@unknown-user`
 and name leave ``mention_ids``/``mention_names``, and the lines built over those messages are
 deleted and rebuilt, like after an edit. The rest of Alice's words stay: they are hers,
 including a name she typed by hand.
+
+What the bot itself wrote about P is memory/bot_words.py.
 """
 
 from __future__ import annotations
@@ -77,3 +79,26 @@ async def scrub_mentions(session: AsyncSession, chat_ids: Iterable[int], person:
                 state.needs_repair = True
                 state.staged_ready = False
     return len(rows), lines
+
+
+async def person_names(session: AsyncSession, chat_ids: Iterable[int], person: int) -> set[str]:
+    """Every name the log shows for ``person`` in these chats: as an author, and as mentioned."""
+    ids = list(chat_ids)
+    if not ids:
+        return set()
+    authored = await session.scalars(
+        select(Message.author_name)
+        .where(Message.chat_id.in_(ids), Message.author_id == person, Message.author_name.is_not(None))
+        .distinct()
+    )
+    names = {name for name in authored.all() if name}
+    wanted = cast(literal([person], ARRAY(BigInteger)), ARRAY(BigInteger))
+    rows = await session.execute(
+        select(Message.mention_ids, Message.mention_names).where(
+            Message.chat_id.in_(ids), Message.mention_ids.contains(wanted)
+        )
+    )
+    for mention_ids, mention_names in rows:
+        pairs = zip(mention_ids or (), mention_names or (), strict=False)
+        names.update(name for mentioned, name in pairs if mentioned == person and name)
+    return names

@@ -14,13 +14,20 @@ this module turns text plus tables into the text the log stores.
 - People in ``hidden`` (opted out: they asked not to be remembered) are shown as
   ``@unknown-user``, which is what Discord's own client shows for a person it cannot resolve,
   and their id is not kept: a new line never names them.
+- A logged text that shows ``@unknown-user`` is *sealed*: someone was taken out of it (erased,
+  or opted out when it was written). The log keeps no trace of who, so a later version of that
+  message (an edit, or Discord's copy compared by reconciliation) may name only the people its
+  ``mention_ids`` still hold; anyone else it mentions stays ``@unknown-user``
+  (:func:`names_for_version`). A bot's words can name a person in plain text, which no id
+  marks; :func:`same_but_redacted` tells a copy that differs only where ``@unknown-user``
+  stands from a real change (:func:`redact_names` is how such a name is taken out).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 # What an erased or opted-out person is called in other people's lines.
 UNKNOWN_USER = "@unknown-user"
@@ -33,6 +40,10 @@ _TOKEN = re.compile(
     r"|a?:(?P<emoji>\w{1,32}):\d{1,20})>"
 )
 _RAW_USER = re.compile(r"<@!?(\d{1,20})>")
+# What one "@unknown-user" can stand for in a copy of the message: a name as Discord shows it
+# (display names, nicknames and usernames are at most 32 characters; with its "@", 33) or a
+# raw mention (<@!id>: 23 at most). Never a line break: no name holds one.
+_STOOD_FOR = r"[^\n]{1,33}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,3 +158,48 @@ def scrub_person(
     text = re.sub(rf"<@!?0*{person}>", UNKNOWN_USER, text)
     kept = [(i, n) for i, n in zip(ids, names, strict=True) if i != person]
     return text, tuple(i for i, _ in kept), tuple(n for _, n in kept)
+
+
+def sealed(text: str | None) -> bool:
+    """Whether a logged text shows someone as ``@unknown-user`` (see the module docstring)."""
+    return text is not None and UNKNOWN_USER in text
+
+
+def names_for_version(
+    content: str, names: MentionNames, *, was_sealed: bool, kept_ids: Collection[int]
+) -> MentionNames:
+    """``names`` for rendering a new version of a logged message: when the logged text is
+    sealed, every person ``content`` mentions who is not among ``kept_ids`` is hidden, since
+    the log cannot tell them from the one it took out."""
+    if not was_sealed:
+        return names
+    unknown = frozenset(wanted(content).users) - frozenset(kept_ids)
+    return replace(names, hidden=names.hidden | unknown) if unknown else names
+
+
+def same_but_redacted(logged: str, copy: str) -> bool:
+    """Whether ``copy`` is ``logged`` with each ``@unknown-user`` standing for a name (at most
+    33 characters, on one line): a copy that differs only where a person was taken out."""
+    pieces = logged.split(UNKNOWN_USER)
+    if len(pieces) == 1:
+        return logged == copy
+    pattern = _STOOD_FOR.join(re.escape(piece) for piece in pieces)
+    return re.fullmatch(pattern, copy) is not None
+
+
+def redact_names(text: str, names: Iterable[str]) -> str:
+    """``text`` with each of ``names`` written as a whole word (an "@" before it included)
+    shown as ``@unknown-user``: how a person leaves a bot's words, which name people in plain
+    text. Four characters or more: any case ("Alice", "ALICE"); two or three: as written, so a
+    person called "Al" or "may" does not take every "AL" or "May" with them; one: never (a
+    letter is not a name to find). An ``@unknown-user`` already there is left whole."""
+    wanted_names = {name.strip() for name in names if len(name.strip()) >= 2}
+    if not wanted_names:
+        return text
+    ordered = sorted(wanted_names, key=len, reverse=True)  # "Alice Smith" before "Alice"
+    long = [re.escape(name) for name in ordered if len(name) >= 4]
+    short = [re.escape(name) for name in ordered if len(name) < 4]
+    alternatives = [f"(?i:{'|'.join(long)})"] if long else []
+    alternatives += short
+    pattern = re.compile(rf"(?<!\w)@?(?:{'|'.join(alternatives)})(?!\w)")
+    return UNKNOWN_USER.join(pattern.sub(UNKNOWN_USER, piece) for piece in text.split(UNKNOWN_USER))

@@ -6,7 +6,12 @@ what a page says (bot/reconcile.py).
 A logged message is compared by a digest of its text, not by its edit time: the log
 stores the time an edit was *seen*, and an embed title can change without an edit time.
 PostgreSQL's ``md5(text)`` and :func:`text_digest` agree byte for byte (UTF-8), so the text
-itself never leaves the database for a comparison.
+itself never leaves the database for a comparison, with one exception: a bot's message that
+shows ``@unknown-user`` (a person was taken out of its plain-text words, which no id marks)
+is compared by its text (memory/mentions.py, ``same_but_redacted``). With each message come
+the ids it still names, the names it shows for them and whether it is sealed, so the page is
+rendered with the log's own names (Discord's REST history may name a member by username where
+the live event gave the nickname) and a person an erasure took out is not read as an edit.
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import DateTime, func, literal, select, update
+from sqlalchemy import DateTime, case, func, literal, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memory.mentions import UNKNOWN_USER
 from memory.models import Chat, Message, ReconcileCursor
 
 PAGE = 100  # messages per page of history: Discord's most per request
@@ -32,6 +38,11 @@ class LoggedMessage:
     snowflake: int
     digest: str  # md5 of the logged text, hex
     reply_to: int | None  # the log index it replies to: part of the text as the memory sees it
+    mention_ids: tuple[int, ...] = ()  # the people it still names
+    mention_names: tuple[str, ...] = ()  # and the name it shows for each ("" where raw)
+    sealed: bool = False  # it shows @unknown-user: someone was taken out of it
+    is_bot: bool = False
+    text: str | None = None  # only for a sealed bot message (see the module docstring)
 
 
 def text_digest(body: str) -> str:
@@ -43,8 +54,18 @@ async def logged_after(
 ) -> list[LoggedMessage]:
     """Logged, not erased messages with a snowflake in ``(after, until]`` (``until`` None: no
     end), oldest first. The unique (chat, snowflake) index serves the range."""
+    shows_unknown = func.strpos(Message.text, UNKNOWN_USER) > 0
     query = (
-        select(Message.snowflake, func.md5(Message.text), Message.reply_to)
+        select(
+            Message.snowflake,
+            func.md5(Message.text),
+            Message.reply_to,
+            Message.mention_ids,
+            Message.mention_names,
+            shows_unknown,
+            Message.is_bot,
+            case((shows_unknown & Message.is_bot, Message.text)),
+        )
         .where(
             Message.chat_id == chat_id,
             Message.snowflake > after,
@@ -56,7 +77,17 @@ async def logged_after(
     if until is not None:
         query = query.where(Message.snowflake <= until)
     rows = await session.execute(query)
-    return [LoggedMessage(int(s), str(d), r) for s, d, r in rows if s is not None]
+    return [
+        LoggedMessage(int(s), str(d), r, tuple(ids or ()), _names(ids, names), bool(sealed), bool(bot), text)
+        for s, d, r, ids, names, sealed, bot, text in rows
+        if s is not None
+    ]
+
+
+def _names(ids: list[int] | None, names: list[str] | None) -> tuple[str, ...]:
+    """One name per id (a row written otherwise must not fail a comparison)."""
+    count = len(ids or ())
+    return tuple(([*(names or ())] + [""] * count)[:count])
 
 
 async def last_message_times(session: AsyncSession, chat_ids: list[int]) -> dict[int, datetime | None]:

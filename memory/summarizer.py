@@ -8,7 +8,7 @@ may still send one task per call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -88,7 +88,24 @@ class SummarizerError(Exception):
         self.retry_after = retry_after
 
 
+# Whether the work of a call may still be sent: the chat's row has not moved since it was
+# planned (an erasure, an edit or a swap moves it). The compactor asks right before a call.
+StillCurrent = Callable[[], Awaitable[bool]]
+
+
 class Summarizer(Protocol):
-    async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
-        """Write one line per task, reading ``context`` (bare memory-row lines, oldest first)."""
+    async def summarize(
+        self,
+        context: Sequence[str],
+        tasks: Sequence[CompactTask],
+        *,
+        still_current: StillCurrent | None = None,
+    ) -> SummaryBatch:
+        """Write one line per task, reading ``context`` (bare memory-row lines, oldest first).
+
+        A call that takes more than one request (a too-long line asked again) awaits
+        ``still_current()`` before each request after the first and sends no further request
+        once it answers False: an erasure committed while the first request was out must not
+        see its words sent once more. The lines already written are returned (the caller
+        throws them away: the row moved)."""
         ...

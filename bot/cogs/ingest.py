@@ -152,7 +152,7 @@ class IngestCog(commands.Cog):
 async def setup(bot: commands.Bot) -> None:
     services = services_of(bot)
     ingest = Ingest(bot, services)
-    reconciler = Reconciler(ingest)
+    reconciler = Reconciler(ingest, tick_seconds=services.settings.reconcile_tick)
     services.ingest, services.reconciler = ingest, reconciler
     await bot.add_cog(IngestCog(bot, ingest, reconciler))
 

@@ -14,7 +14,7 @@ import structlog
 from discord import app_commands
 from discord.ext import commands
 
-from bot.forget import forget_person, remember_person
+from bot.forget import forget_person, names_of, remember_person
 from bot.pagination import send_paged
 from bot.tree import ServicesCog, answer, interaction_ids
 from bot.ui import ConfirmView
@@ -144,8 +144,9 @@ class People(ServicesCog):
             text += " I will also stop remembering your messages from now on, until you use /remember-me."
         text += " Nothing is erased until you press the button."
 
-        async def confirmed(_interaction: discord.Interaction) -> str:
-            return await forget_person(self.services, guild_id, user_id, stop_remembering)
+        async def confirmed(pressed: discord.Interaction) -> str:  # only the asker can press
+            names = names_of(pressed.user)
+            return await forget_person(self.services, guild_id, user_id, stop_remembering, names)
 
         view = ConfirmView(user_id, confirm_label="Erase my messages", on_confirm=confirmed)
         await ask_to_confirm(interaction, text, view)

@@ -314,7 +314,7 @@ class ReplyCog(commands.Cog):
             view = await engine.prompt_view(chat_id)
             apart_shown = tuple(t for t in elsewhere if t.index is not None)  # in the tail
             note = TurnNote(now, view.timezone, triggers, answered_apart=apart_shown)
-            sources = await turn_sources(engine, chat_id, batch)
+            sources = await turn_sources(engine, chat_id, batch, guild_id)
             tools, lifetimes = TOOLS, self.turn_gaps.lifetimes(chat_id, now)
         else:  # nothing of the chat: not its row, its tail, its files, nor its indexes
             timezone, now = await self.gate.timezone_for(guild_id), self.services.clock.now()
@@ -380,16 +380,14 @@ class ReplyCog(commands.Cog):
 
     # --- sending
     async def _send(self, trigger: discord.Message, text: str) -> None:
-        """The reply in chunks of at most 2,000 characters, the first as a reply to the trigger."""
+        """The reply in chunks of at most 2,000 characters, each a reply to the trigger: the log
+        then knows every part of the answer (an erasure of the trigger's author takes it whole)."""
         reference = trigger.to_reference(fail_if_not_exists=False)
-        for position, chunk in enumerate(split_message(defuse_mass_mentions(text))):
+        for chunk in split_message(defuse_mass_mentions(text)):
             try:
-                if position == 0:
-                    await trigger.channel.send(
-                        chunk, reference=reference, mention_author=False, allowed_mentions=REPLY_MENTIONS
-                    )
-                else:
-                    await trigger.channel.send(chunk, allowed_mentions=REPLY_MENTIONS)
+                await trigger.channel.send(
+                    chunk, reference=reference, mention_author=False, allowed_mentions=REPLY_MENTIONS
+                )
             except discord.HTTPException as exc:
                 log.warning(
                     "reply.send_failed",

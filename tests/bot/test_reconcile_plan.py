@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import discord
 
 from bot.reconcile import SeenMessage, absent_guilds, plan_page, window_start
+from memory.mentions import MentionNames
 from memory.reconcile import LoggedMessage, next_due
 
 
@@ -69,6 +70,45 @@ def test_text_that_postgres_cannot_store_compares_as_stored() -> None:
     # The log keeps a NUL as U+FFFD: the same message on Discord is not an edit.
     plan = plan_page([logged(11, "a\ufffdb")], [SeenMessage(11, "a\x00b")], after=10, full=False)
     assert plan.edit == []
+
+
+ALICE, BOB = 41, 42  # ids
+
+
+def test_a_person_taken_out_of_a_message_is_not_read_as_an_edit() -> None:
+    """Logged after alice's erasure: "hey @unknown-user bring the tent", bob still named.
+    Discord's copy still says <@41>, and REST names bob by username where the live event gave
+    his nickname: neither is an edit. A change of bob's words is one."""
+    now_names = MentionNames(users={ALICE: "alice", BOB: "bob"})
+    log = [
+        LoggedMessage(11, md5("hey @unknown-user bring the tent, ask @Bobby"), None, (BOB,), ("Bobby",), sealed=True),
+        LoggedMessage(12, md5("@unknown-user can you bring the stove"), None, (), (), sealed=True),
+        LoggedMessage(13, md5("ask @Bobby"), None, (BOB,), ("Bobby",)),
+    ]
+    page = [
+        SeenMessage(11, f"hey <@{ALICE}> bring the tent, ask <@{BOB}>", names=now_names),
+        SeenMessage(12, f"<@{ALICE}> can you bring the stove and the pegs", names=now_names),  # edited
+        SeenMessage(13, f"ask <@{BOB}>", names=now_names),
+    ]
+    plan = plan_page(log, page, after=10, full=False)
+    assert [m.snowflake for m in plan.edit] == [12] and plan.erase == []
+    # An unsealed message mentioning someone it does not name: a mention was added by an edit.
+    fresh = LoggedMessage(14, md5("see you"), None)
+    assert plan_page([fresh], [SeenMessage(14, f"see you <@{ALICE}>", names=now_names)], 10, full=False).edit
+
+
+def test_a_bot_message_with_a_name_taken_out_differs_only_there() -> None:
+    """Eva wrote "Zephyrine is bringing the tent"; the erasure redacted the name in plain text,
+    which no id marks. Discord's copy with the name is no edit; other words changed are one."""
+    stored = "@unknown-user is bringing the tent (reply to #3)"
+    logged_bot = LoggedMessage(11, md5(stored), 3, sealed=True, is_bot=True, text=stored)
+    same = plan_page([logged_bot], [SeenMessage(11, "Zephyrine is bringing the tent")], 10, full=False)
+    assert same.edit == []
+    changed = plan_page([logged_bot], [SeenMessage(11, "Zephyrine is bringing the boat")], 10, full=False)
+    assert [m.snowflake for m in changed.edit] == [11]
+    # "@unknown-user" stands for a name, not for a sentence: a longer insertion is a change.
+    longer = "Zephyrine, who told everyone about the flat on Birch Lane, is bringing the tent"
+    assert plan_page([logged_bot], [SeenMessage(11, longer)], 10, full=False).edit
 
 
 def test_only_guilds_missing_from_ready_are_absent() -> None:

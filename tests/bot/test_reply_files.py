@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.forget import forget_person
 from memory.models import Message
 from memory.prompt_cache import blocks_of_request
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
@@ -112,6 +113,41 @@ async def test_an_opted_out_persons_image_is_not_read_for_someone_else(world: Wo
         world.general, f"{world.me.mention} and what do you see?", attachments=[("me2.png", png())]
     )
     assert len(images_of(world.replies()[-1])) == 1
+
+
+@pytest.mark.parametrize("opt_out", [False, True], ids=["forget-me", "forget-me and stop remembering"])
+async def test_an_erased_messages_files_are_never_read_into_a_turn(world: World, opt_out: bool) -> None:
+    """bob posted a photo and a note, then erased himself: a reply to his erased message (by
+    alice, or by bob himself) reads neither file, whether or not he also opted out."""
+    posted = await world.bob.send(
+        world.general, "my new flat", attachments=[("flat.png", png()), ("address.txt", b"Birch Lane 12")]
+    )
+    assert world.ingest is not None and await world.ingest.flush(timeout=10)
+    await forget_person(world.services, world.guild.id, world.bob.id, opt_out)  # what /forget-me runs
+    await world.alice.send(world.general, f"{world.me.mention} where is bob's new flat?", reply_to=posted)
+    entry = world.replies()[-1]
+    assert images_of(entry) == [] and "Birch Lane" not in user_text(entry.body)
+    assert "flat.png" not in user_text(entry.body) and "address.txt" not in user_text(entry.body)
+    world.later()
+    await world.bob.send(world.general, f"{world.me.mention} and what was in it?", reply_to=posted)
+    again = world.replies()[-1]
+    assert images_of(again) == [] and "Birch Lane" not in user_text(again.body)
+    # The same turn still reads what is not erased: alice's own photo, attached to her question.
+    world.later()
+    await world.alice.send(
+        world.general, f"{world.me.mention} and this one?", attachments=[("mine.png", png())], reply_to=posted
+    )
+    assert len(images_of(world.replies()[-1])) == 1
+
+
+async def test_a_logged_photo_of_someone_who_has_just_opted_out_is_not_read(world: World) -> None:
+    """/forget-me with stop_remembering opts out first, then erases: in between, bob's logged
+    photo is not read for alice's reply either."""
+    posted = await world.bob.send(world.general, "my new flat", attachments=[("flat.png", png())])
+    assert world.ingest is not None and await world.ingest.flush(timeout=10)
+    await world.engine.opt_out(world.guild.id, world.bob.id)
+    await world.alice.send(world.general, f"{world.me.mention} where is bob's new flat?", reply_to=posted)
+    assert images_of(world.replies()[-1]) == []
 
 
 @pytest.mark.parametrize("settings", [{"image_max_bytes": 2_000, "image_max_count": 2}], indirect=True)

@@ -101,7 +101,7 @@ async def test_a_long_streamed_reply_continues_in_new_messages_like_a_finished_o
     # Cut at the paragraphs as a finished reply is: 1,128 + 1,128 + 1,128 characters.
     assert [m.content for m in sent] == split_message(text) and len(sent) == 3
     assert sent[0].reference is not None and sent[0].reference.message_id == asked.id
-    assert sent[1].reference is None and sent[2].reference is None
+    assert all(m.reference is not None and m.reference.message_id == asked.id for m in sent[1:])
 
 
 async def test_tool_steps_show_a_status_while_they_run(world: World) -> None:
@@ -123,6 +123,18 @@ async def test_without_streaming_the_reply_is_sent_once(world: World) -> None:
     assert message_requests(world, "PATCH") == []
     (post,) = message_requests(world, "POST")
     assert post.json["content"] == SENTENCES.replace("@everyone", "@\u200beveryone")
+
+
+@pytest.mark.parametrize("settings", [{"stream_replies": False}], indirect=True)
+async def test_without_streaming_every_part_of_a_long_reply_replies_to_the_question(world: World) -> None:
+    """Each part is a Discord reply to the trigger, as streamed ones are: an erasure of the
+    person who asked finds the whole answer (docs/security.md)."""
+    text = "\n\n".join(f"Part {k}. " + "many words here " * 70 for k in range(3))  # ~3,400 characters
+    world.fake.script.push_text(text)
+    asked = await world.alice.send(world.general, f"{world.me.mention} the long story please")
+    sent = world.bot_messages()
+    assert [m.content for m in sent] == split_message(text) and len(sent) == 3
+    assert all(m.reference is not None and m.reference.message_id == asked.id for m in sent)
 
 
 # --- max_tokens -----------------------------------------------------------------------------

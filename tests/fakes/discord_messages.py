@@ -198,6 +198,10 @@ class MessageDesk:
         message = self.world.message(message_id)
         message["content"] = content
         message["edited_timestamp"] = datetime.now(UTC).isoformat()
+        # Discord derives the mentions of the new content again (an edit can add or drop some).
+        replied = message.get("referenced_message") or None
+        channel = self.world.channels[int(message["channel_id"])]
+        self._apply_mentions(message, channel, None, replied["author"] if replied else None)
         self.world.announce("MESSAGE_UPDATE", self.world.gateway_message(message))
         return message
 

@@ -116,7 +116,7 @@ async def forget_me_in_dms(p: Planted) -> None:
 async def forget_me_tool_after_the_button(p: Planted) -> None:
     w = p.world
     w.fake.script.push_tool_use("forget_me", {}, match="reply")
-    w.fake.script.push_text("Press the button.", match="reply")  # Eva's own words are kept: no name
+    w.fake.script.push_text("Press the button.", match="reply")  # a reply to her question: erased with it
     await w.alice.send(w.general, f"{w.me.mention} please forget everything I said")
     (prompt,) = [m for m in w.bot_messages(w.general) if "press Confirm" in m.content]
     await w.alice.click(prompt, label="Confirm")

@@ -16,7 +16,7 @@ from memory.context_check import database_context_check
 from memory.engine import MemoryEngine
 from memory.fake_summarizer import FakeSummarizer
 from memory.models import MemoryRow
-from memory.summarizer import CompactTask, SummaryBatch
+from memory.summarizer import CompactTask, StillCurrent, SummaryBatch
 from tests.memory.helpers import SMALL, START, fill, make_engine, message, new_chat, settle
 
 Sessions = async_sessionmaker[AsyncSession]
@@ -45,10 +45,12 @@ async def test_the_shared_context_is_written_about_once_a_row(sessions: Sessions
     shared: list[tuple[str, ...]] = []
 
     class Contexts:
-        async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
+        async def summarize(
+            self, context: Sequence[str], tasks: Sequence[CompactTask], *, still_current: StillCurrent | None = None
+        ) -> SummaryBatch:
             if lines_bytes(context) >= SMALL.min_context_bytes:
                 shared.append(tuple(context))
-            return await summarizer.summarize(context, tasks)
+            return await summarizer.summarize(context, tasks, still_current=still_current)
 
     engine, _, clock = make_engine(sessions, SMALL, Contexts())  # type: ignore[arg-type]
     chat = await new_chat(engine)
@@ -74,14 +76,16 @@ class Recorder:
         self.erased = False
         self.after_erasure: list[str] = []
 
-    async def summarize(self, context: Sequence[str], tasks: Sequence[CompactTask]) -> SummaryBatch:
+    async def summarize(
+        self, context: Sequence[str], tasks: Sequence[CompactTask], *, still_current: StillCurrent | None = None
+    ) -> SummaryBatch:
         if self.erased:
             sent = list(context) + [t.author + " " + t.text + " " + t.left + " " + t.right for t in tasks]
             self.after_erasure.append("\n".join(sent))
         elif self.engine is not None:
             await self.engine.erase_author(GUILD, 1001)
             self.erased = True
-        return await self.inner.summarize(context, tasks)
+        return await self.inner.summarize(context, tasks, still_current=still_current)
 
 
 async def test_work_planned_before_an_erasure_is_never_sent_after_it(sessions: Sessions) -> None:

@@ -157,6 +157,23 @@ async def test_with_one_try_the_too_long_line_is_kept() -> None:
     assert 512 < _nbytes(batch.lines[0]) <= 512 + OVERSHOOT_MAX
 
 
+async def test_the_too_long_round_waits_for_the_row_to_be_current() -> None:
+    """As the Anthropic summarizer: the second request is asked for only when a line needs it,
+    and not sent once the row moved (the first tries stand, over the limit)."""
+    asked: list[bool] = []
+
+    async def moved() -> bool:
+        asked.append(False)
+        return False
+
+    fake = FakeSummarizer(overshoot_rate=1.0)
+    batch = await fake.summarize([], [_compress(0, 1200)], still_current=moved)
+    assert asked == [False] and batch.tries == [1] and fake.requests == 1
+    assert 512 < _nbytes(batch.lines[0]) <= 512 + OVERSHOOT_MAX
+    await FakeSummarizer(overshoot_rate=0.0).summarize([], [_compress(0, 1200)], still_current=moved)
+    assert asked == [False], "a call of one request asks nothing"
+
+
 async def test_fail_rate_is_deterministic_and_retries_succeed() -> None:
     async def run(fake: FakeSummarizer) -> list[list[bool]]:
         outcomes: list[list[bool]] = []

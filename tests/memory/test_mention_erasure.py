@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.log import ChatKey, NewMessage
+from memory.mentions import MentionNames
 from memory.models import MemoryRow, Message
 from memory.row import is_tiling
 from tests.memory.helpers import START, fill, make_engine, message, new_chat, settle
@@ -129,7 +130,7 @@ async def test_an_edit_replaces_the_mentions(sessions: Sessions) -> None:
     engine, _, _ = make_engine(sessions)
     chat = await new_chat(engine)
     await engine.append(chat, mentioning(0, "owes me money"))
-    await engine.edit(chat, 10_000, "@Lo owes me money", (), ((1002,), ("Lo",)))
+    await engine.edit(chat, 10_000, "<@1002> owes me money", (), MentionNames(users={1002: "Lo"}))
     async with sessions() as s:
         row = await s.get(Message, (chat, 0))
         assert row is not None and row.text == "@Lo owes me money"
@@ -171,3 +172,46 @@ async def test_erasing_a_person_everywhere_reaches_chats_where_they_are_only_men
     assert await still_mentioning(sessions, [general, far]) == 0
     after = await dump(sessions, [general, far])
     assert VICTIM not in after and str(VICTIM_ID) not in after
+
+
+async def test_a_new_version_of_a_message_never_names_the_person_taken_out_of_it(sessions: Sessions) -> None:
+    """The engine renders an edit itself, by the rules of a sealed message: Discord's new text
+    still says <@victim>, the log keeps @unknown-user; someone else the log named stays named;
+    anyone the log cannot tell from the erased person stays unnamed too."""
+    engine, _, _ = make_engine(sessions)
+    chat = await new_chat(engine)
+    lo = 1002
+    said = replace(
+        message(0, f"@{VICTIM} and @Lo owe me money", author="Pia"),
+        mention_ids=(VICTIM_ID, lo),
+        mention_names=(VICTIM, "Lo"),
+    )
+    await engine.append(chat, said)
+    await engine.erase_author(GUILD, VICTIM_ID)
+    names = MentionNames(users={VICTIM_ID: VICTIM, lo: "Lo", 1003: "Max"})
+
+    same = await engine.edit(chat, 10_000, f"<@{VICTIM_ID}> and <@{lo}> owe me money", (), names)
+    assert same == 0, "only where the person was rendered: no edit"
+    await engine.edit(chat, 10_000, f"<@{VICTIM_ID}> and <@{lo}> owe me 30 euros, ask <@1003>", (), names)
+    async with sessions() as s:
+        row = await s.get(Message, (chat, 0))
+        assert row is not None and row.edited_at is not None
+        assert row.text == "@unknown-user and @Lo owe me 30 euros, ask @unknown-user"
+        assert row.mention_ids == [lo] and row.mention_names == ["Lo"]
+    assert VICTIM not in await dump(sessions, [chat]) and str(VICTIM_ID) not in await dump(sessions, [chat])
+
+
+async def test_a_bot_message_with_a_name_taken_out_keeps_it_out(sessions: Sessions) -> None:
+    engine, _, _ = make_engine(sessions)
+    chat = await new_chat(engine)
+    await engine.append(chat, replace(message(0, "hello", author="Lo"), author_id=VICTIM_ID, author_name=VICTIM))
+    bot = replace(message(1, f"{VICTIM} is bringing the tent", author="Eva"), author_id=9, is_bot=True)
+    await engine.append(chat, bot)
+    report = await engine.erase_author(GUILD, VICTIM_ID)
+    assert report.names == 1
+    assert "@unknown-user is bringing the tent" in await engine.zoom(chat, 1, 1)
+    # Discord's copy of the bot's message still has the name: no edit, and the name stays out.
+    assert await engine.edit(chat, 10_001, f"{VICTIM} is bringing the tent") == 0
+    assert VICTIM not in await dump(sessions, [chat])
+    await engine.edit(chat, 10_001, "the tent is packed")  # the bot changed its words
+    assert "Eva: the tent is packed" in await engine.zoom(chat, 1, 1)
