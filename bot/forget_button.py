@@ -20,11 +20,14 @@ def forget_prompt(asker_id: int, in_dm: bool) -> str:
     return f"<@{asker_id}> press Confirm to erase everything you wrote {where}. Only you can press it."
 
 
-async def forget_after_confirmation(services: Services, guild_id: int | None, user_id: int) -> str:
-    """The erasure itself, run only from the owner's press (one implementation: bot/forget.py)."""
+async def forget_after_confirmation(
+    services: Services, guild_id: int | None, user_id: int, asked_at: int | None = None
+) -> str:
+    """The erasure itself, run only from the owner's press (one implementation: bot/forget.py);
+    ``asked_at``: the press's snowflake."""
     from bot.forget import forget_person  # COMMANDS' module; imported late to keep cogs apart
 
-    return await forget_person(services, guild_id, user_id, opt_out=False)
+    return await forget_person(services, guild_id, user_id, opt_out=False, asked_at=asked_at)
 
 
 async def post_forget_confirmation(
@@ -38,9 +41,9 @@ async def post_forget_confirmation(
     """Post the asker's confirmation button in the channel (a tool call is no interaction, so
     the message cannot be ephemeral: the button itself refuses everyone but the asker)."""
 
-    async def confirmed(_: discord.Interaction) -> str:
+    async def confirmed(press: discord.Interaction) -> str:
         log.info("forget_me.confirmed", guild_id=guild_id, user_id=asker_id)
-        return await forget_after_confirmation(services, guild_id, asker_id)
+        return await forget_after_confirmation(services, guild_id, asker_id, press.id)
 
     view = ConfirmView(asker_id, confirm_label="Confirm", on_confirm=confirmed, timeout=expires_after)
     view.message = await channel.send(

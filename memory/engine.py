@@ -133,6 +133,10 @@ class MemoryEngine(EngineBooks):
         async with self.sessions() as s:
             return await log.last_snowflake(s, chat_id)
 
+    async def backfill_start(self, chat_id: int) -> int | None:
+        async with self.sessions() as s:
+            return await log.backfill_start(s, chat_id)
+
     async def index_of_snowflake(self, chat_id: int, snowflake: int) -> int | None:
         async with self.sessions() as s:
             return await log.index_of_snowflake(s, chat_id, snowflake)
@@ -161,9 +165,13 @@ class MemoryEngine(EngineBooks):
         self.purge_due = True
         return report
 
-    async def erase_author(self, guild_id: int | None, author_id: int) -> ErasureReport:
+    async def erase_author(
+        self, guild_id: int | None, author_id: int, *, moment: Callable[[], int | None] | None = None
+    ) -> ErasureReport:
         """Everything one person wrote in a guild (``guild_id`` None or 0: their DMs with the
-        bot, both sides, since a DM memory is about that person alone)."""
+        bot, both sides, since a DM memory is about that person alone). ``moment``: the
+        erasure's time as a Discord snowflake, asked for at the end of the transaction; no
+        later backfill of the guild's chats starts below it (memory.log.backfill_start)."""
         async with self.sessions() as s, s.begin():
             report = ErasureReport()
             if guild_id in (None, DM_SCOPE):
@@ -176,6 +184,9 @@ class MemoryEngine(EngineBooks):
             else:
                 chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
                 report = await erase.erase_author(s, chat_ids, author_id, self.clock.now())
+                floor = moment() if moment is not None else None
+                if floor is not None:
+                    await erase.set_backfill_floor(s, chat_ids, floor)
         self.purge_due = True
         return report
 
@@ -214,9 +225,13 @@ class MemoryEngine(EngineBooks):
         self.purge_due = True
         return report
 
-    async def wipe_chat(self, chat_id: int) -> ErasureReport:
+    async def wipe_chat(
+        self, chat_id: int, *, moment: Callable[[], int | None] | None = None
+    ) -> ErasureReport:
+        """The chat's whole memory; ``moment``: the wipe's time as a Discord snowflake, asked for
+        at the end of the transaction: no message older than it is logged again."""
         async with self.sessions() as s, s.begin():
-            report = await erase.wipe_chat(s, chat_id)
+            report = await erase.wipe_chat(s, chat_id, moment)
         self.purge_due = True
         return report
 

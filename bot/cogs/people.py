@@ -143,8 +143,8 @@ class People(ServicesCog):
             text += " I will also stop remembering your messages from now on, until you use /remember-me."
         text += " Nothing is erased until you press the button."
 
-        async def confirmed(_interaction: discord.Interaction) -> str:
-            return await forget_person(self.services, guild_id, user_id, stop_remembering)
+        async def confirmed(press: discord.Interaction) -> str:
+            return await forget_person(self.services, guild_id, user_id, stop_remembering, asked_at=press.id)
 
         view = ConfirmView(user_id, confirm_label="Erase my messages", on_confirm=confirmed)
         await ask_to_confirm(interaction, text, view)
@@ -153,9 +153,10 @@ class People(ServicesCog):
         name="remember-me", description="Let me remember your messages again after /forget-me"
     )
     async def remember_me(self, interaction: discord.Interaction) -> None:
-        await answer(
-            interaction, await remember_person(self.services, interaction.guild_id, interaction.user.id)
+        said = await remember_person(
+            self.services, interaction.guild_id, interaction.user.id, asked_at=interaction.id
         )
+        await answer(interaction, said)
 
 
 async def setup(bot: commands.Bot) -> None:
