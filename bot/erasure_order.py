@@ -194,38 +194,35 @@ async def caught_up(ingest: Ingest, guild_id: int | None, timeout: float) -> Non
     """Return once ingest writes the scope's channels (a guild's; None: DMs) again and has
     handled everything queued for them until then. Raises DatabaseUnavailable if writes fail
     for the whole database meanwhile (the erasure could not run either) or ingest stops, and
-    CatchingUp after ``timeout`` seconds."""
-
-    async def handled() -> None:
-        await ingest.gate_open(guild_id)
-        loop = asyncio.get_running_loop()
-        reached: list[asyncio.Future[None]] = []
-        for q in list(ingest.queues.values()):
-            if q.guild_id == guild_id:
-                barrier = Barrier(loop.create_future())
-                ingest.push(q, barrier)
-                reached.append(barrier.reached)
-        await asyncio.gather(*reached)
+    CatchingUp after ``timeout`` seconds. Waits in the calling task only (no task of its own:
+    a simulator's declared wait, ``ingest.wait_outside``, covers all of it)."""
 
     async def bounded() -> None:
-        if ingest.database_down.is_set():
-            raise DatabaseUnavailable("ingest cannot write")
-        work = asyncio.ensure_future(handled())
-        down = asyncio.ensure_future(ingest.database_down.wait())
+        down = ingest.when_down()
         try:
-            done, _ = await asyncio.wait({work, down}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            async with asyncio.timeout(timeout):
+                await ingest.gate_open(guild_id)
+                loop = asyncio.get_running_loop()
+                reached: list[asyncio.Future[None]] = []
+                for q in list(ingest.queues.values()):
+                    if q.guild_id == guild_id:
+                        barrier = Barrier(loop.create_future())
+                        ingest.push(q, barrier)
+                        reached.append(barrier.reached)
+                handled: asyncio.Future[Any] = asyncio.gather(*reached)  # a future, not a task
+                either: set[asyncio.Future[Any]] = {handled, down}
+                done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                if handled not in done:
+                    handled.cancel()
+                    raise DatabaseUnavailable("ingest cannot write")
+                handled.result()
+        except TimeoutError:
+            raise CatchingUp(
+                "I am still catching up with what was said while I was away, so nothing was erased"
+                " yet. Try again in a few minutes."
+            ) from None
         finally:
-            for task in (work, down):
-                task.cancel()
-        if work in done:
-            work.result()
-            return
-        if down in done:
-            raise DatabaseUnavailable("ingest cannot write")
-        raise CatchingUp(
-            "I am still catching up with what was said while I was away, so nothing was erased yet."
-            " Try again in a few minutes."
-        )
+            down.cancel()
 
     await ingest.wait_outside(bounded())
 

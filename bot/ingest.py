@@ -107,7 +107,7 @@ class Ingest:
         self._drains = asyncio.Semaphore(MAX_DRAINS)
         self.mentions = MentionLookup(bot)
         self._database_down = False
-        self.database_down = asyncio.Event()  # set while writes fail for the whole database
+        self._down_waiters: list[asyncio.Future[None]] = []  # resolved when writes start failing
         self._gate_opened = asyncio.Event()  # set (and replaced) each time writing may resume
         self._closed = False
 
@@ -273,7 +273,10 @@ class Ingest:
     def _outage(self, exc: Exception) -> None:
         if not self._database_down:
             self._database_down = True
-            self.database_down.set()
+            for waiter in self._down_waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+            self._down_waiters.clear()
             log.warning(
                 "ingest.database_unavailable",
                 error=type(exc).__name__,
@@ -284,7 +287,6 @@ class Ingest:
     def _recovered(self) -> None:
         if self._database_down:
             self._database_down = False
-            self.database_down.clear()
             log.info("ingest.database_back", buffered=self.buffered, dropped=self.dropped)
 
     async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
@@ -354,6 +356,15 @@ class Ingest:
             self.is_open = False
         else:
             self.held_guilds.add(guild_id)
+
+    def when_down(self) -> asyncio.Future[None]:
+        """A future resolved once writes fail for the whole database (at once if they do now)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._database_down:
+            waiter.set_result(None)
+        else:
+            self._down_waiters.append(waiter)
+        return waiter
 
     def opened(self) -> None:
         """Writing resumed (resync has queued its backfills): wake who waits for it."""

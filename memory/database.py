@@ -183,8 +183,9 @@ TRANSIENT_CODES = frozenset(
         "57P05",  # idle_session_timeout
     }
 )
-# The server or the connection is gone (rather than one statement refused).
-UNAVAILABLE_CODES = frozenset({"57P01", "57P02", "57P03", "57P05"})
+# The server or the connection is gone (rather than one statement refused): the two session
+# timeouts end the session too.
+UNAVAILABLE_CODES = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03"})
 
 
 def sqlstate(exc: BaseException) -> str | None:
