@@ -314,3 +314,24 @@ async def test_her_messages_from_before_the_erasure_that_arrive_late_stay_out(
         (bob.id, "bob after: ask @alice"),
     ]
     assert leaked(await table_dump(sessions), ["5521", "alice before"]) == []
+
+
+async def test_forget_me_in_dms_while_her_dm_is_held_leaves_no_chat_of_hers(
+    world: Friends, sessions: Sessions
+) -> None:
+    env, alice = world.env, world.alice
+    await alice.user.send_dm("alice in her dm before: the flat is on floor nine")
+    await settled(env)
+    cog, ingest = cog_of(env), ingest_now(env)
+    ingest.wait_outside = declared(env)
+    await cog.on_disconnect()
+    await alice.user.send_dm("alice in her dm, held: the alarm code is 0417")
+    result = await alice.user.slash("forget-me")
+    await alice.user.click(result.response, label="Erase my messages")  # type: ignore[arg-type]
+    await cog.on_ready()
+    assert "our direct-message memory is gone" in await answer_of(env, result)
+    await settled(env)
+    async with sessions() as s:
+        dms = (await s.scalars(select(Chat.name).where(Chat.kind == "dm"))).all()
+    assert dms == [], "her DM chat was made again for a message written before its erasure"
+    await assert_nothing_of_alice(world, sessions, ["alarm code", "floor nine", "dm-alice"])
