@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -66,7 +67,7 @@ class DiscordClock:
     """Discord's time seen from here: a snowflake Discord made (a press) and when we held it."""
 
     base: int
-    held_at: float  # the event loop's clock
+    held_at: float  # time.monotonic(): the wall clock may jump, an event loop's may be simulated
 
     @classmethod
     def of(cls, services: Services, asked_at: int | None) -> DiscordClock:
@@ -74,11 +75,11 @@ class DiscordClock:
         later; with neither (no ingest in this process), from our own clock."""
         seen = int(getattr(services.ingest, "newest_seen", 0) or 0)
         base = max(asked_at or 0, seen) or discord.utils.time_snowflake(discord.utils.utcnow())
-        return cls(base, asyncio.get_running_loop().time())
+        return cls(base, time.monotonic())
 
     def moment(self) -> int:
         """Now, with the margin: every message created up to now is older than this."""
-        elapsed = asyncio.get_running_loop().time() - self.held_at
+        elapsed = time.monotonic() - self.held_at
         return snowflake_after(self.base, elapsed + MARGIN_MS / 1000)
 
 
@@ -89,7 +90,7 @@ class Fence:
     guild_id: int | None
     person_id: int
     before: int | None = None  # None while the erasure runs: all their messages are refused
-    kept_until: float | None = None  # the event loop's clock; None while it runs
+    kept_until: float | None = None  # time.monotonic(); None while it runs
     held_back: dict[int, int] = field(default_factory=dict)  # channel -> oldest message refused
 
     def in_scope(self, message: discord.Message) -> bool:
@@ -131,7 +132,7 @@ class Fences:
     def close(self, fence: Fence, before: int) -> None:
         """The erasure committed: from now on only messages older than ``before`` are refused."""
         fence.before = before
-        fence.kept_until = asyncio.get_running_loop().time() + FENCE_KEEP_SECONDS
+        fence.kept_until = time.monotonic() + FENCE_KEEP_SECONDS
 
     def refuses(self, message: discord.Message, bot_id: int | None) -> bool:
         """Whether ``message`` must not be logged; the refusal is noted (to give it back if the
@@ -161,7 +162,7 @@ class Fences:
         return list(self._fences)
 
     def _prune(self) -> None:
-        now = asyncio.get_running_loop().time()
+        now = time.monotonic()
         self._fences = [f for f in self._fences if f.kept_until is None or f.kept_until > now]
 
 
