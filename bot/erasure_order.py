@@ -47,7 +47,8 @@ MARGIN_MS = 1_000
 # of a busy guild is fetched in a few minutes, 100 messages a request).
 CATCH_UP_SECONDS = 600.0
 # A gateway session can be resumed for a few minutes after it dropped, and a RESUME replays
-# the events missed meanwhile: a fence outlives its erasure by 15 minutes.
+# the events missed meanwhile: a fence outlives its erasure by 15 minutes of Discord's clock
+# (the newest snowflake ingest has seen: our own clocks may jump, or be simulated in tests).
 FENCE_KEEP_SECONDS = 900.0
 _TIMESTAMP_SHIFT = 22  # a snowflake's milliseconds since Discord's epoch sit above 22 bits
 
@@ -90,7 +91,7 @@ class Fence:
     guild_id: int | None
     person_id: int
     before: int | None = None  # None while the erasure runs: all their messages are refused
-    kept_until: float | None = None  # time.monotonic(); None while it runs
+    kept_until: int | None = None  # a snowflake (Discord's clock); None while it runs
     held_back: dict[int, int] = field(default_factory=dict)  # channel -> oldest message refused
 
     def in_scope(self, message: discord.Message) -> bool:
@@ -117,8 +118,9 @@ class Fence:
 class Fences:
     """The erasures ingest must respect now (in memory only: their floors are in the database)."""
 
-    def __init__(self) -> None:
+    def __init__(self, discord_now: Callable[[], int] = lambda: 0) -> None:
         self._fences: list[Fence] = []
+        self._discord_now = discord_now  # the newest snowflake seen
 
     def add(self, fence: Fence) -> Fence:
         self._prune()
@@ -132,7 +134,7 @@ class Fences:
     def close(self, fence: Fence, before: int) -> None:
         """The erasure committed: from now on only messages older than ``before`` are refused."""
         fence.before = before
-        fence.kept_until = time.monotonic() + FENCE_KEEP_SECONDS
+        fence.kept_until = snowflake_after(before, FENCE_KEEP_SECONDS)
 
     def refuses(self, message: discord.Message, bot_id: int | None) -> bool:
         """Whether ``message`` must not be logged; the refusal is noted (to give it back if the
@@ -162,7 +164,7 @@ class Fences:
         return list(self._fences)
 
     def _prune(self) -> None:
-        now = time.monotonic()
+        now = self._discord_now()
         self._fences = [f for f in self._fences if f.kept_until is None or f.kept_until > now]
 
 
@@ -180,6 +182,8 @@ async def erasing(
     if fences is None:  # no ingest in this process: nothing else writes
         yield clock.moment
         return
+    if asked_at:  # the press is on Discord's clock too
+        ingest.newest_seen = max(ingest.newest_seen, asked_at)
     fence = fences.add(Fence(guild_id, person_id))
     try:
         await caught_up(ingest, guild_id, CATCH_UP_SECONDS)

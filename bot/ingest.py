@@ -100,9 +100,9 @@ class Ingest:
         self.dropped = 0
         self.is_open = False  # closed until the first backfill is queued (on_ready)
         self.held_guilds: set[int] = set()
-        self.refusals = Refusals(bot, self.engine)
-        self.fences = self.refusals.fences  # erasures in progress (bot/erasure_order.py)
         self.newest_seen = 0  # the newest snowflake seen on the gateway: Discord's time, roughly
+        self.refusals = Refusals(bot, self.engine, lambda: self.newest_seen)
+        self.fences = self.refusals.fences  # erasures in progress (bot/erasure_order.py)
         self.channel_of_chat: dict[int, int] = {}
         self._drains = asyncio.Semaphore(MAX_DRAINS)
         self.mentions = MentionLookup(bot)

@@ -5,6 +5,7 @@ queued, so an opt-out or an erasure applies to messages still waiting in the que
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import discord
@@ -14,9 +15,9 @@ from memory import MemoryEngine
 
 
 class Refusals:
-    def __init__(self, bot: discord.Client, engine: MemoryEngine) -> None:
+    def __init__(self, bot: discord.Client, engine: MemoryEngine, discord_now: Callable[[], int]) -> None:
         self.bot, self.engine = bot, engine
-        self.fences = Fences()
+        self.fences = Fences(discord_now)
         self._opt_outs: dict[int, set[int]] = {}
 
     async def refuses(self, message: discord.Message) -> bool:
