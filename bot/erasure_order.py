@@ -220,7 +220,8 @@ async def caught_up(ingest: Ingest, guild_id: int | None, timeout: float) -> Non
                 if handled not in done:
                     handled.cancel()
                     raise DatabaseUnavailable("ingest cannot write")
-                handled.result()
+                if ingest.closed:  # stopping: what it held is left to the next start's backfill
+                    raise DatabaseUnavailable("ingest stopped")
         except TimeoutError:
             raise CatchingUp(
                 "I am still catching up with what was said while I was away, so nothing was erased"

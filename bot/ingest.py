@@ -52,6 +52,7 @@ from bot.ingest_queue import (
     outage,
     parent_id,
     retry_delay,
+    take,
     transient,
 )
 from bot.ingest_refusals import Refusals
@@ -185,7 +186,7 @@ class Ingest:
         try:
             async with self._drains:
                 while q.ops and self._may_run(q):
-                    batch = self._take(q)
+                    batch = take(q, MAX_BATCH)
                     op = batch[0]
                     if isinstance(op, Barrier):
                         op.reach()  # everything queued before it is handled
@@ -208,7 +209,7 @@ class Ingest:
                             q.ops.extendleft(reversed(batch))
                             q.singly = len(batch)  # find the one that fails; write the others
                             continue
-                        self._failed(q, op, exc)
+                        ingest_write.skip_unstorable(q, op, exc)
                     q.failures, q.unwritable_for = 0, 0.0
                     self.buffered -= sum(isinstance(done, Append) for done in batch)
                     self._recovered()
@@ -242,33 +243,6 @@ class Ingest:
         if moved:
             self.buffered -= moved
             log.warning("ingest.left_to_backfill", channel_id=q.channel_id, messages=moved)
-
-    @staticmethod
-    def _take(q: ChannelQueue) -> list[Op]:
-        """The head op; when it is an Append, every Append queued right behind it too (up to
-        MAX_BATCH): the messages that arrived while the last write was committing."""
-        batch = [q.ops.popleft()]
-        if q.singly:
-            q.singly -= 1
-            return batch
-        while isinstance(batch[0], Append) and q.ops and isinstance(q.ops[0], Append):
-            if len(batch) == MAX_BATCH:
-                break
-            batch.append(q.ops.popleft())
-        return batch
-
-    def _failed(self, q: ChannelQueue, op: Op, exc: Exception) -> None:
-        """``op`` can never be stored (its data, or a bug): skipped, the rest goes on."""
-        # The exception's text can quote SQL parameters (message text): log its type only.
-        message_id = op.message.id if isinstance(op, Append) else getattr(op, "message_id", None)
-        log.error(
-            "ingest.write_failed",
-            channel_id=q.channel_id,
-            message_id=message_id,
-            op=type(op).__name__,
-            error=type(exc).__name__,
-            sqlstate=getattr(exc, "sqlstate", None),
-        )
 
     def _outage(self, exc: Exception) -> None:
         if not self._database_down:
@@ -357,6 +331,10 @@ class Ingest:
         else:
             self.held_guilds.add(guild_id)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def when_down(self) -> asyncio.Future[None]:
         """A future resolved once writes fail for the whole database (at once if they do now)."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -407,11 +385,11 @@ class Ingest:
         """Finish what is being written (up to ``grace`` seconds), then stop; what is still queued
         is fetched by the backfill of the next start."""
         self._closed = True
-        self.opened()  # an erasure waiting for the gate learns that ingest stopped
+        self.opened()  # an erasure waiting for ingest wakes and sees it stopped (bot/erasure_order.py)
         for q in self.queues.values():
             for op in q.ops:
-                if isinstance(op, Barrier) and not op.reached.done():
-                    op.reached.set_exception(DatabaseUnavailable("ingest stopped"))
+                if isinstance(op, Barrier):
+                    op.reach()
         tasks = [q.task for q in self.queues.values() if q.task is not None]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)

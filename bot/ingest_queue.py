@@ -125,3 +125,17 @@ def leave_to_backfill(q: ChannelQueue) -> int:
     q.ops.extend(kept)
     q.recovery_pending = True
     return len(appends)
+
+
+def take(q: ChannelQueue, max_batch: int) -> list[Op]:
+    """The head op; when it is an Append, every Append queued right behind it too (up to
+    ``max_batch``): the messages that arrived while the last write was committing."""
+    batch = [q.ops.popleft()]
+    if q.singly:
+        q.singly -= 1
+        return batch
+    while isinstance(batch[0], Append) and q.ops and isinstance(q.ops[0], Append):
+        if len(batch) == max_batch:
+            break
+        batch.append(q.ops.popleft())
+    return batch

@@ -98,6 +98,20 @@ async def loggable_item(ingest: Ingest, message: discord.Message) -> tuple[NewMe
     return message_to_new(message, None, rendered), replied_snowflake(message)
 
 
+def skip_unstorable(q: ChannelQueue, op: Op, exc: Exception) -> None:
+    """``op`` can never be stored (its data, or a bug): skipped with a line of ids, the rest goes on."""
+    # The exception's text can quote SQL parameters (message text): log its type only.
+    message_id = op.message.id if isinstance(op, Append) else getattr(op, "message_id", None)
+    log.error(
+        "ingest.write_failed",
+        channel_id=q.channel_id,
+        message_id=message_id,
+        op=type(op).__name__,
+        error=type(exc).__name__,
+        sqlstate=getattr(exc, "sqlstate", None),
+    )
+
+
 def dm_person(ingest: Ingest, channel: Any, messages: Sequence[discord.Message]) -> Any:
     """Who a DM is with: the first of ``messages`` not written by the bot (None elsewhere)."""
     if not is_dm(channel):
