@@ -20,6 +20,7 @@ import structlog
 import yarl
 
 import memory
+from bot.database_runtime import keep_embedded_running
 from bot.errors import CliError
 from bot.scheduler import CompactionScheduler
 from bot.services import Services
@@ -111,6 +112,7 @@ async def run_bot(settings: Settings, db: Database) -> None:
         services.scheduler.start()
         runner = asyncio.create_task(bot.start(token), name="discord")
         heartbeat = _start_heartbeat(settings, bot, services.engine)
+        database_watch = asyncio.create_task(keep_embedded_running(db), name="embedded-postgres")
         stopper = asyncio.create_task(stop.wait(), name="stop-signal")
         try:
             await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -120,6 +122,7 @@ async def run_bot(settings: Settings, db: Database) -> None:
                 log.info("bot.stopping")
         finally:
             stopper.cancel()
+            database_watch.cancel()
             if heartbeat is not None:
                 heartbeat.cancel()
             await bot.close()
@@ -159,10 +162,12 @@ async def run_worker(settings: Settings, db: Database) -> None:
     assert scheduler is not None
     async with stop_signals() as stop:
         scheduler.start()
+        database_watch = asyncio.create_task(keep_embedded_running(db), name="embedded-postgres")
         log.info("worker.started", interval=scheduler.interval)
         try:
             await stop.wait()
         finally:
+            database_watch.cancel()
             await scheduler.stop()
             with contextlib.suppress(Exception):
                 await services.claude.close()

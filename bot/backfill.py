@@ -25,13 +25,15 @@ UNKNOWN_CHANNEL = 10003  # Discord's error code: the channel was deleted
 
 
 async def backfill_channel(ingest: Ingest, q: ChannelQueue, op: Backfill) -> None:
-    """Log the channel's history after its last logged message, oldest first. Idempotent
-    (duplicates are skipped), so a retry after an outage starts over safely."""
+    """Log the channel's history after its last logged message (never below an erasure's
+    moment: memory.log.backfill_start), oldest first. Idempotent (duplicates are skipped), so
+    a retry after an outage starts over safely. Each message is checked like a live one
+    (opt-outs, erasures in progress) right before it is written."""
     chat_id = op.chat_id if op.chat_id is not None else await ingest.chat_of(q, q.channel)
     if chat_id is None:
         return
     ingest.channel_of_chat[chat_id] = q.channel_id
-    starts = [s for s in (await ingest.engine.last_snowflake(chat_id), op.after) if s is not None]
+    starts = [s for s in (await ingest.engine.backfill_start(chat_id), op.after) if s is not None]
     if not starts:
         return
     written = 0
@@ -83,5 +85,6 @@ async def queue_backfills(ingest: Ingest, guild_id: int | None, *, reconcile: bo
         ingest.is_open = True
     else:
         ingest.held_guilds.discard(guild_id)
+    ingest.opened()
     ingest.kick_all()
     return queued

@@ -10,8 +10,11 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+import discord
+
 from bot.cli_args import chat_id, chat_name, guild_or_dm, snowflake
 from bot.cli_memory import _engine
+from bot.erasure_order import MARGIN_MS, snowflake_after
 from bot.errors import CliError
 from bot.settings import Settings
 from memory import ChatInfo, MemoryEngine
@@ -19,6 +22,11 @@ from memory import ChatInfo, MemoryEngine
 # Chats a wipe deletes whole, name included: an import can be imported again under its name,
 # and a DM chat's name holds the person's username ("dm-<username>").
 DELETED_WHOLE = ("imported", "dm")
+
+
+def now_snowflake() -> int:
+    """Now as a Discord snowflake, with the erasures' margin (bot/erasure_order.py)."""
+    return snowflake_after(discord.utils.time_snowflake(discord.utils.utcnow()), MARGIN_MS / 1000)
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:
@@ -68,7 +76,8 @@ async def cmd_wipe(args: argparse.Namespace, settings: Settings) -> int:
         if chat.kind in DELETED_WHOLE:
             report = await engine.delete_chat(chat.id)
         else:  # a live channel keeps its settings (paused or not), as /memory wipe does
-            report = await engine.wipe_chat(chat.id)
+            # A running bot never logs a message older than this wipe (our clock: no press here).
+            report = await engine.wipe_chat(chat.id, moment=now_snowflake)
         await engine.purge()
     print(f"wiped chat {chat.name!r}: {report.messages} messages and {report.nodes} lines erased")
     return 0

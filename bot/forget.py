@@ -14,6 +14,7 @@ from typing import Any
 
 import structlog
 
+from bot.erasure_order import erasing, narrow_after_opt_in
 from bot.services import Services
 
 log = structlog.get_logger(__name__)
@@ -39,17 +40,27 @@ def names_of(user: Any) -> tuple[str, ...]:
 
 
 async def forget_person(
-    services: Services, guild_id: int | None, user_id: int, opt_out: bool, names: Iterable[str] = ()
+    services: Services,
+    guild_id: int | None,
+    user_id: int,
+    opt_out: bool,
+    names: Iterable[str] = (),
+    *,
+    asked_at: int | None = None,
 ) -> str:
     """Erase ``user_id``'s messages and the bot's replies to them, and take their name out of
     what others and the bot wrote (``names``: what Discord calls them now, :func:`names_of`);
-    opt them out if asked. Returns the report to show them."""
+    opt them out if asked. Returns the report to show them.
+    ``asked_at``: the snowflake of their button press (Discord's clock for the erasure's moment).
+    Ordered against ingest by bot/erasure_order.py: nothing of theirs written before the
+    erasure is logged after it, not even after a restart."""
     if opt_out:
         # Opt out first: a message that arrives while the erasure runs is then either
         # erased with the rest or never logged.
         await services.engine.opt_out(guild_id, user_id)
         await refresh_opt_outs(services, guild_id)
-    report = await services.engine.erase_author(guild_id, user_id, tuple(names))
+    async with erasing(services, guild_id, user_id, asked_at) as moment:
+        report = await services.engine.erase_author(guild_id, user_id, tuple(names), moment=moment)
     # Counts only (messages, nodes, chats, mentions): never the erased words.
     log.info("forget.done", guild_id=guild_id, user_id=user_id, opt_out=opt_out, **asdict(report))
     if report.messages == 0:
@@ -72,10 +83,14 @@ async def forget_person(
     return text
 
 
-async def remember_person(services: Services, guild_id: int | None, user_id: int) -> str:
-    """Lift an opt-out; returns the sentence to show."""
+async def remember_person(
+    services: Services, guild_id: int | None, user_id: int, *, asked_at: int | None = None
+) -> str:
+    """Lift an opt-out; returns the sentence to show. ``asked_at``: the command's snowflake,
+    after which what they write is surely written after any erasure they asked for."""
     lifted = await services.engine.opt_in(guild_id, user_id)
     await refresh_opt_outs(services, guild_id)
+    narrow_after_opt_in(services, guild_id, user_id, asked_at)
     log.info("forget.opt_in", guild_id=guild_id, user_id=user_id, lifted=lifted)
     where = "in our direct messages" if guild_id is None else "in this server"
     if not lifted:

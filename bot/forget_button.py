@@ -21,12 +21,17 @@ def forget_prompt(asker_id: int, in_dm: bool) -> str:
 
 
 async def forget_after_confirmation(
-    services: Services, guild_id: int | None, user_id: int, names: tuple[str, ...] = ()
+    services: Services,
+    guild_id: int | None,
+    user_id: int,
+    names: tuple[str, ...] = (),
+    asked_at: int | None = None,
 ) -> str:
-    """The erasure itself, run only from the owner's press (one implementation: bot/forget.py)."""
+    """The erasure itself, run only from the owner's press (one implementation: bot/forget.py);
+    ``asked_at``: the press's snowflake."""
     from bot.forget import forget_person  # COMMANDS' module; imported late to keep cogs apart
 
-    return await forget_person(services, guild_id, user_id, opt_out=False, names=names)
+    return await forget_person(services, guild_id, user_id, opt_out=False, names=names, asked_at=asked_at)
 
 
 async def post_forget_confirmation(
@@ -40,11 +45,11 @@ async def post_forget_confirmation(
     """Post the asker's confirmation button in the channel (a tool call is no interaction, so
     the message cannot be ephemeral: the button itself refuses everyone but the asker)."""
 
-    async def confirmed(pressed: discord.Interaction) -> str:  # the view lets only the asker press
+    async def confirmed(press: discord.Interaction) -> str:  # the view lets only the asker press
         from bot.forget import names_of
 
         log.info("forget_me.confirmed", guild_id=guild_id, user_id=asker_id)
-        return await forget_after_confirmation(services, guild_id, asker_id, names_of(pressed.user))
+        return await forget_after_confirmation(services, guild_id, asker_id, names_of(press.user), press.id)
 
     view = ConfirmView(asker_id, confirm_label="Confirm", on_confirm=confirmed, timeout=expires_after)
     view.message = await channel.send(

@@ -5,39 +5,60 @@ How (docs/design.md sections 4 and 10):
 - The gateway handler only queues: each channel has an ordered queue of operations (append,
   edit, erase, backfill) drained by a short-lived task that ends when the queue is empty, so
   ingest never blocks the gateway and no task waits forever on an empty queue.
-- While the database is down, the head operation is retried every RETRY_SECONDS (1 s, fixed:
-  a restart takes seconds, and a person may be waiting for a reply) and new messages wait in
-  memory, at most MAX_BUFFERED (10,000, about 10 MB of typical messages) across all chats.
-  A message that does not fit is dropped with a warning (ids only) and the channel gets a
-  backfill operation, which fetches it from Discord's history once the database is back.
+- A write that fails for a reason that goes away (the database down, its disk full, a
+  cancelled or timed-out statement, a lock timeout, a deadlock: bot/ingest_queue.transient)
+  is tried again, first after RETRY_SECONDS (1 s) then backing off to 8 s, and new messages
+  wait in memory, at most MAX_BUFFERED (10,000, about 10 MB of typical messages) across all
+  chats. A message that does not fit is dropped with a warning (ids only) and the channel
+  gets a backfill operation, which fetches it from Discord's history once the database is
+  back; after five minutes of failures a channel's waiting messages make way for such a
+  backfill too. A message that can never be stored (after memory.log.storable) is the one
+  thing skipped, with a log line of ids.
 - After a start, a reconnect or a resume, nothing is written until each logged channel has a
   backfill queued at the head of its queue: its history from the last logged snowflake comes
   first, then the live messages that arrived meanwhile (duplicates are skipped by snowflake).
 
 Only what people can see is logged: messages of people and the bot's own replies; other
 bots' messages only when IGNORE_BOTS is off; no system messages (joins, pins). Opted-out
-people, the bot's replies to them and paused chats are not logged; that is checked when a
-message is written, so an opt-out applies to messages still waiting in the queue.
+people, the bot's replies to them, people being erased (bot/erasure_order.py) and paused
+chats are not logged; that is checked when a message is written (bot/ingest_refusals.py), so
+it applies to messages still waiting in the queue.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import discord
 import structlog
 
-from bot.backfill import backfill_channel, queue_backfills
-from bot.chats import LOGGED_TYPES, chat_for_channel, is_dm, replied_snowflake, visible
+from bot import ingest_write
+from bot.backfill import queue_backfills
+from bot.chats import LOGGED_TYPES, chat_for_channel, is_dm, visible
 from bot.chats import message_to_new as message_to_new
-from bot.ingest_queue import Append, Backfill, ChannelQueue, Edit, Erase, Op, parent_id, transient
+from bot.ingest_queue import (
+    BACKFILL_AFTER_SECONDS,
+    Append,
+    Backfill,
+    Barrier,
+    ChannelQueue,
+    Edit,
+    Erase,
+    Op,
+    leave_to_backfill,
+    outage,
+    parent_id,
+    retry_delay,
+    take,
+    transient,
+)
+from bot.ingest_refusals import Refusals
 from bot.mentions import MentionLookup
-from bot.reconcile import Reconcile, run_page
-from memory import NewMessage
-from memory.errors import DuplicateEntry
+from bot.reconcile import Reconcile
+from memory.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -55,6 +76,10 @@ MAX_BATCH = 256
 T = TypeVar("T")
 
 
+async def _as_is(waiting: Awaitable[None]) -> None:
+    await waiting
+
+
 class Ingest:
     def __init__(
         self,
@@ -68,18 +93,23 @@ class Ingest:
         self.bot, self.services = bot, services
         self.engine, self.settings = services.engine, services.settings
         self.max_buffered, self.retry_seconds = max_buffered, retry_seconds
-        # Tests map this to their simulator's declared external wait.
+        # Tests map these to their simulator's declared external wait.
         self.retry_wait = retry_wait or asyncio.sleep
+        self.wait_outside: Callable[[Awaitable[None]], Awaitable[None]] = _as_is
         self.queues: dict[int, ChannelQueue] = {}
         self.buffered = 0  # Append operations waiting or in flight
         self.dropped = 0
         self.is_open = False  # closed until the first backfill is queued (on_ready)
         self.held_guilds: set[int] = set()
-        self._opt_outs: dict[int, set[int]] = {}
+        self.newest_seen = 0  # the newest snowflake seen on the gateway: Discord's time, roughly
+        self.refusals = Refusals(bot, self.engine, lambda: self.newest_seen)
+        self.fences = self.refusals.fences  # erasures in progress (bot/erasure_order.py)
         self.channel_of_chat: dict[int, int] = {}
         self._drains = asyncio.Semaphore(MAX_DRAINS)
         self.mentions = MentionLookup(bot)
         self._database_down = False
+        self._down_waiters: list[asyncio.Future[None]] = []  # resolved when writes start failing
+        self._gate_opened = asyncio.Event()  # set (and replaced) each time writing may resume
         self._closed = False
 
     # --- what gets queued (called from gateway handlers; never awaits)
@@ -95,6 +125,7 @@ class Ingest:
 
     def queue_message(self, message: discord.Message) -> bool:
         """Queue a live message; False when it is not logged here or had to be dropped."""
+        self.newest_seen = max(self.newest_seen, message.id)
         if self._closed or not self.loggable(message):
             return False
         q = self.queue_for(message.channel, message.guild.id if message.guild else None)
@@ -155,29 +186,31 @@ class Ingest:
         try:
             async with self._drains:
                 while q.ops and self._may_run(q):
-                    batch = self._take(q)
+                    batch = take(q, MAX_BATCH)
                     op = batch[0]
+                    if isinstance(op, Barrier):
+                        op.reach()  # everything queued before it is handled
+                        continue
                     if isinstance(op, Backfill) and op.chat_id is None:
                         q.recovery_pending = False
                     try:
-                        if len(batch) > 1:
+                        if isinstance(op, Append):
                             await self._apply_appends(q, [b for b in batch if isinstance(b, Append)])
                         else:
                             await self._apply(q, op)
                     except Exception as exc:
                         if self._closed:
                             return  # shutting down (Discord's session is closed): the next start backfills
-                        if transient(exc) or len(batch) > 1:
+                        if transient(exc):
                             q.ops.extendleft(reversed(batch))  # keep the order: these first when back
-                        if not transient(exc):
-                            if len(batch) > 1:
-                                q.singly = len(batch)  # find the one that fails; write the others
-                                continue
-                            self._failed(q, op, exc)
-                        else:
-                            self._outage(exc)
-                            await self.retry_wait(self.retry_seconds)
+                            await self._retry_later(q, exc)
                             continue
+                        if len(batch) > 1:
+                            q.ops.extendleft(reversed(batch))
+                            q.singly = len(batch)  # find the one that fails; write the others
+                            continue
+                        ingest_write.skip_unstorable(q, op, exc)
+                    q.failures, q.unwritable_for = 0, 0.0
                     self.buffered -= sum(isinstance(done, Append) for done in batch)
                     self._recovered()
         finally:
@@ -185,35 +218,45 @@ class Ingest:
             if not q.ops:
                 q.idle.set()
 
-    @staticmethod
-    def _take(q: ChannelQueue) -> list[Op]:
-        """The head op; when it is an Append, every Append queued right behind it too (up to
-        MAX_BATCH): the messages that arrived while the last write was committing."""
-        batch = [q.ops.popleft()]
-        if q.singly:
-            q.singly -= 1
-            return batch
-        while isinstance(batch[0], Append) and q.ops and isinstance(q.ops[0], Append):
-            if len(batch) == MAX_BATCH:
-                break
-            batch.append(q.ops.popleft())
-        return batch
+    async def _retry_later(self, q: ChannelQueue, exc: Exception) -> None:
+        """Wait before the head op is tried again (backing off); after BACKFILL_AFTER_SECONDS of
+        failures the channel's waiting messages make way for a backfill."""
+        q.failures += 1
+        if outage(exc):
+            self._outage(exc)
+        else:  # one statement of this chat (a lock timeout, a deadlock): the database is up
+            log.info(
+                "ingest.write_retried",
+                channel_id=q.channel_id,
+                error=type(exc).__name__,
+                sqlstate=getattr(exc, "sqlstate", None),
+                failures=q.failures,
+            )
+        if q.unwritable_for >= BACKFILL_AFTER_SECONDS:
+            self._leave_to_backfill(q)
+        wait = retry_delay(q.failures, self.retry_seconds)
+        q.unwritable_for += wait
+        await self.retry_wait(wait)
 
-    def _failed(self, q: ChannelQueue, op: Op, exc: Exception) -> None:
-        # The exception's text can quote SQL parameters (message text): log its type only.
-        message_id = op.message.id if isinstance(op, Append) else getattr(op, "message_id", None)
-        log.error(
-            "ingest.write_failed",
-            channel_id=q.channel_id,
-            message_id=message_id,
-            op=type(op).__name__,
-            error=type(exc).__name__,
-        )
+    def _leave_to_backfill(self, q: ChannelQueue) -> None:
+        moved = leave_to_backfill(q)
+        if moved:
+            self.buffered -= moved
+            log.warning("ingest.left_to_backfill", channel_id=q.channel_id, messages=moved)
 
     def _outage(self, exc: Exception) -> None:
         if not self._database_down:
             self._database_down = True
-            log.warning("ingest.database_unavailable", error=type(exc).__name__, buffered=self.buffered)
+            for waiter in self._down_waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+            self._down_waiters.clear()
+            log.warning(
+                "ingest.database_unavailable",
+                error=type(exc).__name__,
+                sqlstate=getattr(exc, "sqlstate", None),
+                buffered=self.buffered,
+            )
 
     def _recovered(self) -> None:
         if self._database_down:
@@ -222,58 +265,26 @@ class Ingest:
 
     async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """``call()`` until the database answers (for work outside the queues)."""
+        failures = 0
         while True:
             try:
                 result = await call()
             except Exception as exc:
                 if not transient(exc):
                     raise
+                failures += 1
                 self._outage(exc)
-                await self.retry_wait(self.retry_seconds)
+                await self.retry_wait(retry_delay(failures, self.retry_seconds))
                 continue
             self._recovered()
             return result
 
-    # --- writing
+    # --- writing (bot/ingest_write.py)
     async def _apply(self, q: ChannelQueue, op: Op) -> None:
-        if isinstance(op, Append):
-            person = self._dm_person(op.message.channel, [op.message])
-            chat_id = await self.chat_of(q, op.message.channel, person)
-            if chat_id is not None:
-                await self.store(chat_id, op.message)
-            return
-        if isinstance(op, Reconcile):
-            following = await run_page(self, q, op)
-            if following is not None:
-                self.push(q, following)  # behind what arrived meanwhile: live messages keep flowing
-            return
-        info = await self.engine.chat_by_discord_id(q.channel_id)
-        if isinstance(op, Edit):
-            if info is not None:
-                names = None
-                if op.message is not None:
-                    hidden = await self.hidden_people(op.message)
-                    names = await self.mentions.lookup(op.message, op.content, hidden)
-                await self.engine.edit(info.id, op.message_id, op.content, op.attachments, names)
-        elif isinstance(op, Erase):
-            if info is not None:
-                report = await self.engine.erase_messages(info.id, op.message_ids)
-                if report.messages:
-                    log.info("ingest.erased", chat_id=info.id, messages=report.messages, lines=report.nodes)
-        else:
-            await backfill_channel(self, q, op)
+        await ingest_write.apply(self, q, op)
 
     async def _apply_appends(self, q: ChannelQueue, batch: list[Append]) -> None:
-        """Several messages of one channel in one transaction, in order (what store() does for
-        each, batched: one chat lookup, one statement per message)."""
-        channel = batch[0].message.channel
-        chat_id = await self.chat_of(q, channel, self._dm_person(channel, [op.message for op in batch]))
-        if chat_id is None:
-            return
-        items = [item for op in batch if (item := await self._loggable_item(op.message)) is not None]
-        indexes = await self.engine.append_replies(chat_id, items)
-        if any(index is not None for index in indexes) and self.services.scheduler is not None:
-            self.services.scheduler.mark_dirty(chat_id)
+        await ingest_write.apply_appends(self, q, batch)
 
     async def chat_of(self, q: ChannelQueue, channel: Any, person: Any = None) -> int | None:
         chat_id = await chat_for_channel(self.bot, channel, person)
@@ -281,63 +292,17 @@ class Ingest:
             self.channel_of_chat[chat_id] = q.channel_id
         return chat_id
 
-    def _dm_person(self, channel: Any, messages: Sequence[discord.Message]) -> Any:
-        """Who a DM is with: the first of ``messages`` not written by the bot (None elsewhere)."""
-        if not is_dm(channel):
-            return None
-        me = self.bot.user
-        return next((m.author for m in messages if me is None or m.author.id != me.id), None)
-
-    async def _loggable_item(self, message: discord.Message) -> tuple[NewMessage, int | None] | None:
-        """The message as logged (mentions as names) and the snowflake it replies to; None: opted out."""
-        if await self._opted_out(message):
-            return None
-        rendered = await self.mentions.render(message, visible(message)[0], await self.hidden_people(message))
-        return message_to_new(message, None, rendered), replied_snowflake(message)
-
     async def store(self, chat_id: int, message: discord.Message) -> int | None:
-        """Log one message unless its author opted out; its index, or None (skipped or duplicate)."""
-        item = await self._loggable_item(message)
-        if item is None:
-            return None
-        try:
-            # One transaction: the reply target found under the chat's lock, then the append.
-            (index,) = await self.engine.append_replies(chat_id, [item])
-        except DuplicateEntry:
-            return None  # the same snowflake, appended by a racing writer
-        if index is not None and self.services.scheduler is not None:
-            self.services.scheduler.mark_dirty(chat_id)
-        return index
-
-    async def _opted_out(self, message: discord.Message) -> bool:
-        me = self.bot.user
-        person: Any = message.author
-        if message.guild is None:
-            # A DM is about the person in it: the bot's replies go when they opted out.
-            if me is not None and person.id == me.id:
-                person = getattr(message.channel, "recipient", None)
-            return person is not None and person.id in await self._opt_out_set(0)
-        opted = await self._opt_out_set(message.guild.id)
-        if me is not None and person.id == me.id:
-            # The bot's answer to someone who opted out is about them: not logged either.
-            ref = message.reference
-            replied = ref.resolved if ref is not None else None
-            return isinstance(replied, discord.Message) and replied.author.id in opted
-        return person.id in opted
+        """Log one message unless it is refused; its index, or None (refused or duplicate)."""
+        return await ingest_write.store(self, chat_id, message)
 
     async def hidden_people(self, message: discord.Message) -> set[int]:
-        """People a new line must not name: those opted out where the message was written."""
-        return await self._opt_out_set(message.guild.id if message.guild is not None else 0)
-
-    async def _opt_out_set(self, scope: int) -> set[int]:
-        if scope not in self._opt_outs:
-            self._opt_outs[scope] = await self.engine.opted_out(scope or None)
-        return self._opt_outs[scope]
+        """People a new line must not name (bot/ingest_refusals.py)."""
+        return await self.refusals.hidden(message)
 
     async def refresh_opt_outs(self, guild_id: int | None) -> None:
         """The opt-out list of a guild (None: DMs) changed (/forget-me, /remember-me)."""
-        scope = guild_id or 0
-        self._opt_outs[scope] = await self.engine.opted_out(guild_id or None)
+        await self.refusals.refresh(guild_id)
 
     # --- flush and lifecycle
     async def flush(self, chat_id: int | None = None, timeout: float | None = None) -> bool:  # noqa: ASYNC109
@@ -366,6 +331,31 @@ class Ingest:
         else:
             self.held_guilds.add(guild_id)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def when_down(self) -> asyncio.Future[None]:
+        """A future resolved once writes fail for the whole database (at once if they do now)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._database_down:
+            waiter.set_result(None)
+        else:
+            self._down_waiters.append(waiter)
+        return waiter
+
+    def opened(self) -> None:
+        """Writing resumed (resync has queued its backfills): wake who waits for it."""
+        self._gate_opened.set()
+        self._gate_opened = asyncio.Event()
+
+    async def gate_open(self, guild_id: int | None) -> None:
+        """Return once this guild's channels (None: DMs) are written to again."""
+        while self._closed or not self.is_open or (guild_id is not None and guild_id in self.held_guilds):
+            if self._closed:
+                raise DatabaseUnavailable("ingest stopped")
+            await self._gate_opened.wait()
+
     async def resync(self, guild_id: int | None = None, *, reconcile: bool = True) -> int:
         """Queue a backfill at the head of each logged channel's queue (of one guild, or all),
         then (``reconcile``: events were lost) a comparison of the window around the outage
@@ -379,6 +369,9 @@ class Ingest:
         for key, q in list(self.queues.items()):
             if match(q):
                 self.buffered -= sum(isinstance(op, Append) for op in q.ops)
+                for op in q.ops:
+                    if isinstance(op, Barrier):
+                        op.reach()  # nothing is left to wait for: the chat goes with its memory
                 q.ops.clear()
                 if q.task is not None:
                     with contextlib.suppress(Exception):
@@ -392,6 +385,11 @@ class Ingest:
         """Finish what is being written (up to ``grace`` seconds), then stop; what is still queued
         is fetched by the backfill of the next start."""
         self._closed = True
+        self.opened()  # an erasure waiting for ingest wakes and sees it stopped (bot/erasure_order.py)
+        for q in self.queues.values():
+            for op in q.ops:
+                if isinstance(op, Barrier):
+                    op.reach()
         tasks = [q.task for q in self.queues.values() if q.task is not None]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)

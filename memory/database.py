@@ -18,7 +18,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, InterfaceE
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from memory.errors import DatabaseUnavailable, DuplicateEntry, StorageError
+from memory.errors import DatabaseUnavailable, DuplicateEntry, StorageError, TransientStorageError
 
 if TYPE_CHECKING:
     from memory.embedded import EmbeddedPostgres
@@ -30,6 +30,16 @@ C = TypeVar("C", bound=type)
 POSTGRES_DRIVERS = ("postgresql", "postgresql+asyncpg")
 DATABASE_URL_SHAPE = "postgresql://user:password@host:5432/database"
 PROBE_SECONDS = 10.0  # asyncpg's own connect timeout is 60 s: too long for a person waiting
+# Every session of the engine. The slowest statement of normal work is an erasure's UPDATE of
+# one person's messages: erase_author of 10,000 messages in a 1,000,000-message chat takes
+# 4.4 s in all (docs/benchmarks.md). A minute is over ten times that, and still frees a
+# connection stuck on a hung disk within a minute. VACUUM and migrations lift it (they can
+# rightly take longer). Locks are held for one unit of work: an ingest batch ~80 ms, an erasure
+# a few seconds; a wait past 10 s means something is stuck, and the waiter gives up with
+# SQLSTATE 55P03 (ingest then tries again, a person is told to try again) instead of holding its
+# connection and its own locks for as long as the other side takes.
+STATEMENT_TIMEOUT_MS = 60_000
+LOCK_TIMEOUT_MS = 10_000
 
 
 @dataclass
@@ -50,12 +60,24 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
+    lock_timeout_ms: int = LOCK_TIMEOUT_MS,
+) -> AsyncEngine:
     # pool_pre_ping: a database restart must cost one retried checkout, not a failed turn.
     # hide_parameters: a failed statement's exception (and so any log line or traceback made
     # from it) must not carry the bound values, which are message text and names.
+    limits = {"statement_timeout": str(statement_timeout_ms), "lock_timeout": str(lock_timeout_ms)}
     return create_async_engine(
-        normalize_url(url), pool_size=pool_size, max_overflow=10, pool_pre_ping=True, hide_parameters=True
+        normalize_url(url),
+        pool_size=pool_size,
+        max_overflow=10,
+        pool_pre_ping=True,
+        hide_parameters=True,
+        connect_args={"server_settings": limits},
     )
 
 
@@ -143,19 +165,73 @@ async def select_one(engine: AsyncEngine, seconds: float = PROBE_SECONDS) -> Non
         await conn.execute(text("SELECT 1"))
 
 
+# PostgreSQL's SQLSTATE codes (its manual, appendix A) of failures that go away by themselves:
+# the same statement succeeds later. Classes: 08 connection exception; 53 insufficient
+# resources (53100 disk full, 53200 out of memory, 53300 too many connections).
+TRANSIENT_CLASSES = ("08", "53")
+TRANSIENT_CODES = frozenset(
+    {
+        "57014",  # query_canceled: statement_timeout, or a cancel request
+        "55P03",  # lock_not_available: lock_timeout
+        "40001",  # serialization_failure
+        "40P01",  # deadlock_detected
+        "40003",  # statement_completion_unknown
+        "25P03",  # idle_in_transaction_session_timeout
+        "57P01",  # admin_shutdown: the server is stopping
+        "57P02",  # crash_shutdown: another backend crashed, the server restarts
+        "57P03",  # cannot_connect_now: starting up or in recovery
+        "57P05",  # idle_session_timeout
+    }
+)
+# The server or the connection is gone (rather than one statement refused): the two session
+# timeouts end the session too.
+UNAVAILABLE_CODES = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03"})
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """PostgreSQL's code for a failed statement: on the driver's error (SQLAlchemy's ``orig``)
+    or on the asyncpg error it wraps; None when the server sent none (a dropped connection)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the chain is short: SQLAlchemy -> adapter -> asyncpg
+        if seen is None:
+            return None
+        code = getattr(seen, "sqlstate", None)
+        if isinstance(code, str) and len(code) == 5:
+            return code
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return None
+
+
+def is_transient_sqlstate(code: str) -> bool:
+    return code[:2] in TRANSIENT_CLASSES or code in TRANSIENT_CODES
+
+
 def storage_error(exc: BaseException) -> StorageError | None:
-    """The memory error for a SQLAlchemy one, or None for anything else: an outage (connection
-    refused or dropped mid-statement, pool exhausted) is DatabaseUnavailable, a unique-key
-    clash DuplicateEntry, any other failed statement StorageError."""
-    if isinstance(exc, IntegrityError):
-        return DuplicateEntry(type(exc).__name__)
-    if isinstance(exc, DBAPIError):
-        if exc.connection_invalidated or isinstance(exc, OperationalError | InterfaceError):
-            return DatabaseUnavailable(type(exc).__name__)
-        return StorageError(type(exc).__name__)
+    """The memory error for a SQLAlchemy one, or None for anything else. By PostgreSQL's
+    SQLSTATE: the server or connection gone (class 08, 57P0x, a dropped connection, pool
+    exhausted) is DatabaseUnavailable; disk or memory full, a cancelled or timed-out statement,
+    a lock timeout, a deadlock or serialization failure TransientStorageError; a unique-key
+    clash DuplicateEntry; anything else (bad data, a bug) StorageError."""
     if isinstance(exc, PoolTimeout):
         return DatabaseUnavailable(type(exc).__name__)
-    return None
+    if not isinstance(exc, DBAPIError):
+        return None
+    kind, code = type(exc).__name__, sqlstate(exc)
+    if code is not None:
+        if code in UNAVAILABLE_CODES or code.startswith("08"):
+            return DatabaseUnavailable(kind, code)
+        if is_transient_sqlstate(code):
+            return TransientStorageError(kind, code)
+        if code == "23505":
+            return DuplicateEntry(kind, code)
+        if exc.connection_invalidated:
+            return DatabaseUnavailable(kind, code)
+        return StorageError(kind, code)
+    if exc.connection_invalidated or isinstance(exc, OperationalError | InterfaceError):
+        return DatabaseUnavailable(kind)
+    if isinstance(exc, IntegrityError):
+        return DuplicateEntry(kind)
+    return StorageError(kind)
 
 
 def translating(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:

@@ -57,6 +57,22 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(") ", 1)[1][:1] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def postmaster_pid(pgdata: Path) -> int | None:
+    """The postmaster's pid from its lock file, None when there is none (not running)."""
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def prune_dead_handles(pgdata: Path) -> list[int]:
     """Drop PIDs of processes that died without releasing the server; returns them."""
     path = pgdata / _PID_LIST
@@ -138,6 +154,32 @@ class EmbeddedPostgres:
         pairs = (pair.partition("=") for pair in (found.group(1).split(",") if found else []))
         exists = re.search(r"eva-database:1\b", out) is not None
         return {name: value for name, _, value in pairs}, exists
+
+    def running(self) -> bool:
+        """Whether the server's postmaster is alive (it can stop by itself: a full disk makes
+        the WAL writer PANIC, and crash recovery that cannot write WAL shuts the server down)."""
+        pid = postmaster_pid(self.pgdata)
+        return pid is not None and _pid_alive(pid)
+
+    def revive(self) -> bool:
+        """Start the server again after it stopped by itself; True once it runs. Blocking (pg_ctl
+        waits up to 10 s for the start): call it in a thread. Raises what pg_ctl raised when the
+        start fails (its crash recovery cannot write yet, say)."""
+        if self._server is None:
+            return False
+        if self.running():
+            return True
+        pid = postmaster_pid(self.pgdata)
+        if pid is not None and _is_zombie(pid):
+            # A dead postmaster nobody reaped still "exists": PostgreSQL and the wheel would
+            # both take its lock file for a running server. A zombie runs nothing: drop it.
+            (self.pgdata / "postmaster.pid").unlink(missing_ok=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with self._server._lock:
+                self._server.ensure_postgres_running()
+        log.info("embedded_postgres.restarted", pid=postmaster_pid(self.pgdata))
+        return self.running()
 
     def admin_url(self) -> str:
         return asyncpg_url(self._server.get_uri(), "postgres")

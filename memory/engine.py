@@ -140,6 +140,10 @@ class MemoryEngine(EngineBooks):
         async with self.sessions() as s:
             return await log.last_snowflake(s, chat_id)
 
+    async def backfill_start(self, chat_id: int) -> int | None:
+        async with self.sessions() as s:
+            return await log.backfill_start(s, chat_id)
+
     async def index_of_snowflake(self, chat_id: int, snowflake: int) -> int | None:
         async with self.sessions() as s:
             return await log.index_of_snowflake(s, chat_id, snowflake)
@@ -182,12 +186,20 @@ class MemoryEngine(EngineBooks):
         return report
 
     async def erase_author(
-        self, guild_id: int | None, author_id: int, names: Iterable[str] = ()
+        self,
+        guild_id: int | None,
+        author_id: int,
+        names: Iterable[str] = (),
+        *,
+        moment: Callable[[], int | None] | None = None,
     ) -> ErasureReport:
         """Everything one person wrote in a guild (``guild_id`` None or 0: their DMs with the
         bot, both sides, since a DM memory is about that person alone), the bot's replies to
         it, and the person's name in what others and the bot wrote there. ``names``: what the
-        caller knows them by (Discord's display name, username) besides the names the log shows."""
+        caller knows them by (Discord's display name, username) besides the names the log shows.
+        ``moment``: the erasure's time as a Discord snowflake, asked for at the end of the
+        transaction; no later backfill of the guild's chats starts below it
+        (memory.log.backfill_start)."""
         async with self.sessions() as s, s.begin():
             report = ErasureReport()
             if guild_id in (None, DM_SCOPE):
@@ -204,6 +216,9 @@ class MemoryEngine(EngineBooks):
             else:
                 chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
                 report = await erase.erase_author(s, chat_ids, author_id, self.clock.now(), names)
+                floor = moment() if moment is not None else None
+                if floor is not None:
+                    await erase.set_backfill_floor(s, chat_ids, floor)
         self.purge_due = True
         return report
 
@@ -242,9 +257,13 @@ class MemoryEngine(EngineBooks):
         self.purge_due = True
         return report
 
-    async def wipe_chat(self, chat_id: int) -> ErasureReport:
+    async def wipe_chat(
+        self, chat_id: int, *, moment: Callable[[], int | None] | None = None
+    ) -> ErasureReport:
+        """The chat's whole memory; ``moment``: the wipe's time as a Discord snowflake, asked for
+        at the end of the transaction: no message older than it is logged again."""
         async with self.sessions() as s, s.begin():
-            report = await erase.wipe_chat(s, chat_id)
+            report = await erase.wipe_chat(s, chat_id, moment)
         self.purge_due = True
         return report
 

@@ -9,7 +9,7 @@ remaining messages. An edit replaces the text and rebuilds only the nodes above 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -168,8 +168,27 @@ async def erase_author(
     return report
 
 
-async def wipe_chat(session: AsyncSession, chat_id: int) -> ErasureReport:
-    """Forget a chat's whole memory but keep the chat (its settings, such as paused)."""
+async def set_backfill_floor(session: AsyncSession, chat_ids: Iterable[int], moment: int) -> None:
+    """No later backfill of these chats starts below ``moment`` (an erasure's, as a snowflake):
+    the history before it was handled before the erasure committed."""
+    ids = list(chat_ids)
+    if ids:
+        await session.execute(
+            update(Chat)
+            .where(Chat.id.in_(ids), Chat.discord_id.is_not(None))
+            .values(backfill_floor=func.greatest(Chat.backfill_floor, moment))
+        )
+
+
+async def wipe_chat(
+    session: AsyncSession, chat_id: int, erased_before: Callable[[], int | None] | None = None
+) -> ErasureReport:
+    """Forget a chat's whole memory but keep the chat (its settings, such as paused).
+    ``erased_before``: the wipe's moment (a Discord snowflake), asked for at the end of the
+    transaction: a message older than it is never logged again (memory.log.append_replies)."""
+    # The chat row first, the lock every append takes: an append in flight commits before this
+    # wipe reads the log (and is erased with it), or waits and then sees erased_before.
+    await session.execute(select(Chat.id).where(Chat.id == chat_id).with_for_update())
     state = await _lock_row(session, chat_id)
     messages = len(
         (
@@ -181,7 +200,13 @@ async def wipe_chat(session: AsyncSession, chat_id: int) -> ErasureReport:
             await session.execute(delete(TreeNode).where(TreeNode.chat_id == chat_id).returning(TreeNode.idx))
         ).all()
     )
-    await session.execute(update(Chat).where(Chat.id == chat_id).values(next_index=0, last_message_at=None))
+    moment = erased_before() if erased_before is not None else None
+    since: object = Chat.erased_before if moment is None else func.greatest(Chat.erased_before, moment)
+    await session.execute(
+        update(Chat)
+        .where(Chat.id == chat_id)
+        .values(next_index=0, last_message_at=None, backfill_floor=None, erased_before=since)
+    )
     if state is not None:
         state.shown, state.boundary, state.staged, state.staged_boundary = [], 0, None, None
         state.batch_target, state.needs_repair, state.staged_ready = None, False, False
@@ -265,4 +290,10 @@ async def purge_dead_rows(engine: AsyncEngine) -> None:
     """
     async with engine.connect() as conn:
         autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await autocommit.execute(text(f"VACUUM (SKIP_LOCKED) {', '.join(PURGED_TABLES)}"))
+        # The sessions' statement timeout (memory/database.py) is for a unit of work; a VACUUM
+        # of a big table may rightly take longer. RESET puts the session's own value back.
+        await autocommit.execute(text("SET statement_timeout = 0"))
+        try:
+            await autocommit.execute(text(f"VACUUM (SKIP_LOCKED) {', '.join(PURGED_TABLES)}"))
+        finally:
+            await autocommit.execute(text("RESET statement_timeout"))

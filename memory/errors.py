@@ -22,10 +22,22 @@ class ChatNotEmpty(UserFacingError):
 
 class StorageError(Exception):
     """A database statement failed (the SQLAlchemy error is the ``__cause__``); not a person's
-    doing, so not user-facing."""
+    doing, so not user-facing. As it stands, the same work fails again: a message that hits it
+    can never be stored. ``sqlstate``: PostgreSQL's code for the failure, when the server sent one
+    (the message names the error's type and code only, never a statement's values)."""
+
+    def __init__(self, kind: str, sqlstate: str | None = None) -> None:
+        super().__init__(kind if sqlstate is None else f"{kind} (SQLSTATE {sqlstate})")
+        self.kind, self.sqlstate = kind, sqlstate
 
 
-class DatabaseUnavailable(StorageError):
+class TransientStorageError(StorageError):
+    """The database cannot do it now but will: its disk or memory is full, the statement was
+    cancelled or timed out, a lock was not granted in time, a deadlock or a serialization
+    failure rolled it back. Nothing was written; callers try the same work again later."""
+
+
+class DatabaseUnavailable(TransientStorageError):
     """The database is down or restarting: connection refused or dropped, pool exhausted.
     Goes away by itself, so callers retry."""
 

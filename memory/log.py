@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Text, bindparam, func, select, text, update
+from sqlalchemy import BigInteger, Text, bindparam, case, func, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -280,12 +280,16 @@ async def append_replies(
         return []
     # The lock first: a writer of this chat that committed meanwhile is then visible to the
     # lookup below (each statement reads a fresh snapshot), so two writers never both insert
-    # a snowflake. Another process racing without the lock still meets the unique key.
+    # a snowflake. Another process racing without the lock still meets the unique key. A wipe
+    # takes the same lock, so its moment (erased_before) read here is the committed one.
     row = (
-        await session.execute(select(Chat.next_index).where(Chat.id == chat_id).with_for_update())
+        await session.execute(
+            select(Chat.next_index, Chat.erased_before).where(Chat.id == chat_id).with_for_update()
+        )
     ).one_or_none()
     if row is None:
         raise ChatNotFound(f"no chat with id {chat_id}")
+    erased_before = row[1]
     wanted = {m.snowflake for m, _ in items if m.snowflake is not None}
     wanted |= {replied for _, replied in items if replied is not None}
     known: dict[int, int] = {}
@@ -303,6 +307,9 @@ async def append_replies(
         if msg.snowflake is not None and msg.snowflake in known:
             out.append(None)  # logged before, or earlier in this batch
             continue
+        if msg.snowflake is not None and erased_before is not None and msg.snowflake < erased_before:
+            out.append(None)  # written before the chat was wiped: erased with the rest
+            continue
         if replied is not None:
             msg = replace(msg, reply_to=known.get(replied))
         values.append(_row_values(chat_id, index, msg))
@@ -313,10 +320,19 @@ async def append_replies(
     if values:
         await session.execute(insert(Message), values)
         newest = max(v["created_at"] for v in values)  # type: ignore[type-var]
+        logged = [v["snowflake"] for v in values if isinstance(v["snowflake"], int)]
+        newest_snowflake = max(logged, default=None)
+        floor: Any = Chat.backfill_floor
+        if newest_snowflake is not None:  # the log is past an erasure's floor: it has done its work
+            floor = case((Chat.backfill_floor <= newest_snowflake, None), else_=Chat.backfill_floor)
         await session.execute(
             update(Chat)
             .where(Chat.id == chat_id)
-            .values(next_index=index, last_message_at=func.greatest(Chat.last_message_at, newest))
+            .values(
+                next_index=index,
+                last_message_at=func.greatest(Chat.last_message_at, newest),
+                backfill_floor=floor,
+            )
         )
     return out
 
@@ -371,8 +387,24 @@ async def index_of_snowflake(session: AsyncSession, chat_id: int, snowflake: int
 
 
 async def last_snowflake(session: AsyncSession, chat_id: int) -> int | None:
-    """Where backfill resumes: the newest logged Discord message of the chat."""
+    """The newest logged Discord message of the chat."""
     return await session.scalar(select(func.max(Message.snowflake)).where(Message.chat_id == chat_id))
+
+
+async def backfill_start(session: AsyncSession, chat_id: int) -> int | None:
+    """The snowflake a backfill fetches the history after: the newest logged message, but never
+    below an erasure's moment (a wipe's, or a person's erasure's floor: the history before it
+    was handled before the erasure committed, and fetching it again would bring erased
+    messages back). None: nothing logged and no erasure, so nowhere to start."""
+    newest = select(func.max(Message.snowflake)).where(Message.chat_id == chat_id).scalar_subquery()
+    query = select(newest, Chat.backfill_floor, Chat.erased_before).where(Chat.id == chat_id)
+    row = (await session.execute(query)).one_or_none()
+    if row is None:
+        return None
+    logged, floor, erased_before = row
+    after_wipe = erased_before - 1 if erased_before is not None else None
+    starts = [s for s in (logged, floor, after_wipe) if s is not None]
+    return max(starts) if starts else None
 
 
 async def read_range(session: AsyncSession, chat_id: int, first: int, stop: int) -> list[Message]:

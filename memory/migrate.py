@@ -12,6 +12,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -37,13 +38,20 @@ def _run(connection: Connection, action: str, target: str) -> None:
         command.downgrade(cfg, target)
 
 
+# A migration may build an index over every message (minutes on a big log): the sessions'
+# statement timeout (memory/database.py) is lifted for its transaction only.
+_NO_STATEMENT_TIMEOUT = text("SET LOCAL statement_timeout = 0")
+
+
 async def upgrade(engine: AsyncEngine, target: str = "head") -> None:
     async with engine.begin() as conn:
+        await conn.execute(_NO_STATEMENT_TIMEOUT)
         await conn.run_sync(_run, "upgrade", target)
 
 
 async def downgrade(engine: AsyncEngine, target: str = "base") -> None:
     async with engine.begin() as conn:
+        await conn.execute(_NO_STATEMENT_TIMEOUT)
         await conn.run_sync(_run, "downgrade", target)
 
 

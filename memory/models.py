@@ -68,6 +68,15 @@ class Chat(Base):
     # Some messages are known only by their author's name (a JSONL import without an
     # author-id map): erasing a person by id cannot reach them, only a wipe of the chat.
     authors_by_name: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    # A wipe's moment as a Discord snowflake: every message older than it was erased, so none
+    # is ever logged again (an append checks it under the chat's lock) and no backfill starts
+    # below it. Says when, never who.
+    erased_before: Mapped[int | None] = mapped_column(BigInteger)
+    # A person's erasure in this chat's guild committed at this snowflake, after ingest had
+    # handled the history before it: no backfill starts below it, so a restart cannot fetch
+    # the erased person's older messages again. Cleared once a newer message is logged (the
+    # log itself is then past it). Says when, never who.
+    backfill_floor: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Message(Base):

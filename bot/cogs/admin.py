@@ -23,6 +23,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.cogs.people import address_choices, ask_to_confirm
+from bot.erasure_order import wipe_moment
 from bot.forget import plural
 from bot.pagination import send_paged
 from bot.status import memory_status, node_report
@@ -220,8 +221,10 @@ class MemoryAdmin(ManagersCog):
         target = await self._target(interaction, channel)
         chat_id, ids = target.chat.id, interaction_ids(interaction)
 
-        async def confirmed(_interaction: discord.Interaction) -> str:
-            report = await self.services.engine.wipe_chat(chat_id)
+        async def confirmed(press: discord.Interaction) -> str:
+            # No message written before the wipe is logged again (bot/erasure_order.py).
+            moment = wipe_moment(self.services, press.id)
+            report = await self.services.engine.wipe_chat(chat_id, moment=moment)
             log.info("memory.wiped", chat_id=chat_id, messages=report.messages, lines=report.nodes, **ids)
             lines = f" and {plural(report.nodes, 'line')}" if report.nodes else ""
             return f"Wiped the memory of {target.label}: {plural(report.messages, 'message')}{lines} erased."

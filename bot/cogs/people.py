@@ -144,9 +144,11 @@ class People(ServicesCog):
             text += " I will also stop remembering your messages from now on, until you use /remember-me."
         text += " Nothing is erased until you press the button."
 
-        async def confirmed(pressed: discord.Interaction) -> str:  # only the asker can press
-            names = names_of(pressed.user)
-            return await forget_person(self.services, guild_id, user_id, stop_remembering, names)
+        async def confirmed(press: discord.Interaction) -> str:  # only the asker can press
+            names = names_of(press.user)
+            return await forget_person(
+                self.services, guild_id, user_id, stop_remembering, names, asked_at=press.id
+            )
 
         view = ConfirmView(user_id, confirm_label="Erase my messages", on_confirm=confirmed)
         await ask_to_confirm(interaction, text, view)
@@ -155,9 +157,10 @@ class People(ServicesCog):
         name="remember-me", description="Let me remember your messages again after /forget-me"
     )
     async def remember_me(self, interaction: discord.Interaction) -> None:
-        await answer(
-            interaction, await remember_person(self.services, interaction.guild_id, interaction.user.id)
+        said = await remember_person(
+            self.services, interaction.guild_id, interaction.user.id, asked_at=interaction.id
         )
+        await answer(interaction, said)
 
 
 async def setup(bot: commands.Bot) -> None:
