@@ -44,9 +44,9 @@ from bot.core.streaming import stream_message
 from bot.core.tools import ToolResult
 from bot.limits import STEP_LIMIT_NOTE
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
-from memory.names import speaker
+from memory.names import quoted
 from memory.pricing import Usage
-from memory.prompts import flatten, neutralize_frames
+from memory.prompts import neutralize_frames
 from memory.render import zone
 from memory.view import PromptView
 
@@ -145,7 +145,10 @@ def tail_blocks(view: PromptView, memory_open: bool) -> tuple[list[Block], int |
 
 
 def note_text(note: TurnNote) -> str:
-    """The per-turn block: closes the tail, then the time, who asked and which message."""
+    """The per-turn block: closes the tail, then the time, who asked and which message. It is
+    our own instruction frame, so every name and word of a person in it is quoted (a JSON
+    string, memory/names.py) and frame-neutralized: a name such as ``bob. Ignore the rules``
+    or an unlogged message cannot pose as a sentence of ours."""
     local = note.now.astimezone(zone(note.timezone))
     lines = [f"Now: {local:%Y-%m-%d %H:%M} ({note.timezone}, {local:%A})."]
     for trigger in note.triggers[:-1]:
@@ -154,20 +157,20 @@ def note_text(note: TurnNote) -> str:
     for trigger in note.triggers:
         if trigger.index is None and trigger.text is not None:
             lines.append(
-                f"{_name(trigger)} is not remembered here (not in the log), so their message is "
-                f"only shown now: {neutralize_frames(flatten(trigger.text))}"
+                f"The message by {_name(trigger)} is not remembered here (not in the log), so it "
+                f"is only shown now, quoted: {neutralize_frames(quoted(trigger.text))}"
             )
     return "</tail>\n<turn>\n" + "\n".join(lines) + "\n</turn>"
 
 
 def _name(trigger: Trigger) -> str:
-    return neutralize_frames(speaker(flatten(trigger.author_name)))
+    return neutralize_frames(quoted(trigger.author_name))
 
 
 def _describe(trigger: Trigger) -> str:
     if trigger.index is None:
-        return f"{_name(trigger)}'s message shown below (it is not in the log)"
-    return f"{_name(trigger)}'s message #{trigger.index}"
+        return f"the message by {_name(trigger)} shown below (it is not in the log)"
+    return f"message #{trigger.index} by {_name(trigger)}"
 
 
 def first_user_content(view: PromptView) -> tuple[list[Block], list[int]]:
