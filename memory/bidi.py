@@ -19,23 +19,25 @@ import re
 import sys
 import unicodedata
 from functools import cache
+from itertools import compress
 
 _EXPLICIT = frozenset({"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
 _STRONG = frozenset({"L", "R", "AL"})
 
 
 def _is_control(c: str) -> bool:
-    # UAX #9's explicit formatting characters are all format characters (Cf), like the marks.
-    if unicodedata.category(c) != "Cf":
-        return False
     direction = unicodedata.bidirectional(c)
     return direction in _EXPLICIT or (direction in _STRONG and "MARK" in unicodedata.name(c, ""))
 
 
 @cache
 def controls() -> frozenset[str]:
-    # Every code point, ~0.1 s: a later Unicode may add controls anywhere.
-    return frozenset(c for c in map(chr, range(sys.maxunicode + 1)) if _is_control(c))
+    # UAX #9's explicit formatting characters are all format characters (Cf), like the marks:
+    # every code point's category is read (~0.1 s; a later Unicode may add controls anywhere),
+    # then the ~170 format characters are judged.
+    chars = list(map(chr, range(sys.maxunicode + 1)))
+    formats = compress(chars, map("Cf".__eq__, map(unicodedata.category, chars)))
+    return frozenset(c for c in formats if _is_control(c))
 
 
 @cache

@@ -16,12 +16,14 @@ import: the table is read on first use (~20 ms), once per process.
 
 from __future__ import annotations
 
+import operator
 import re
 import sys
 import unicodedata
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from importlib import resources
+from itertools import compress
 
 DATA_FILE = "confusables.txt"
 _LINE = re.compile(r"^([0-9A-F]{4,6}) ;\t([0-9A-F ]+?) ;\t")
@@ -67,10 +69,9 @@ def changed_skeletons() -> dict[str, str]:
     """Every character whose skeleton is not the character itself, and that skeleton. Only
     a mapped character or one with a canonical decomposition can have one: the others are
     their own skeleton (so the scan is a check of NFD per code point, ~0.1 s)."""
-    candidates = set(prototypes())
-    candidates.update(
-        c for c in map(chr, range(sys.maxunicode + 1)) if not unicodedata.is_normalized("NFD", c)
-    )
+    chars = list(map(chr, range(sys.maxunicode + 1)))
+    decomposed = map(operator.not_, map(partial(unicodedata.is_normalized, "NFD"), chars))
+    candidates = set(prototypes()) | set(compress(chars, decomposed))
     out: dict[str, str] = {}
     for c in candidates:
         s = skeleton(c)

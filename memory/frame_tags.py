@@ -37,7 +37,9 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from itertools import compress, groupby
 
@@ -169,8 +171,32 @@ def _any_case(chars: set[str]) -> set[str]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    """The shadow of a text has the same length, each invisible character above ASCII replaced
+    by a stand-in: ``_GAP``, or ``_GAP_OPENER`` for one that also opens a tag (an unknown code
+    point, a combining left angle). The tag pattern reads the shadow, so the gap between two
+    letters is one small class (the stand-ins, and ASCII's space and controls) instead of a
+    ~900-run class repeated 40 times: compiling those took ~0.5 s, and an ASCII text needs no
+    shadow at all."""
+
+    hidden: re.Pattern[str]  # invisible above ASCII, and no opener
+    hidden_openers: re.Pattern[str]
+    tag: re.Pattern[str]  # over the shadow
+
+    def shadow(self, text: str) -> str:
+        if text.isascii():
+            return text
+        return self.hidden_openers.sub(_GAP_OPENER, self.hidden.sub(_GAP, text))
+
+
+# Each stands for itself too: a zero-width space is a gap, and U+FDD0 (a noncharacter, so
+# unassigned) a gap that opens.
+_GAP, _GAP_OPENER = "\u200b", "\ufdd0"
+
+
 @cache
-def _pattern() -> re.Pattern[str]:
+def _filter() -> _Filter:
     hidden: list[tuple[int, int]] = []
     unknown: list[tuple[int, int]] = []
     blanks: list[int] = []
@@ -204,40 +230,75 @@ def _pattern() -> re.Pattern[str]:
             elif folded == "/" or "SOLIDUS" in name:
                 slash.add(c)
     hidden = _merged([*hidden, *((cp, cp) for cp in blanks)])
-    invisible = _char_class(hidden)
-    gap = f"(?:{invisible})*"
-    frame_names = "|".join(gap.join(_letter(ch, letters[ch], gap) for ch in name) for name in FRAME_NAMES)
-    # The name ends where no visible word character follows at once (a Hangul filler counts
-    # as a letter to \w): "<memoryx" is no tag; "<memory\u3164>" and '<out n="1">' are.
-    end = f"(?!(?!{invisible})\\w)"
     # What a code point this Python cannot judge looks like is unknown (a later Unicode may
     # assign it a "<", as Unicode 17 did with LEIBNIZIAN LESS-THAN): it opens a tag as well.
-    opener = _char_class(_merged([*unknown, *_runs(ord(c) for c in less)]), often=True)
-    tag = f"{opener}{gap}(?:{_class_of(slash)}{gap})?(?:{frame_names}){end}"
-    return re.compile(tag)
+    hidden_less = {c for c in less if _inside(ord(c), hidden)}
+    hidden_openers = _merged([*unknown, *_runs(ord(c) for c in hidden_less)])
+    ascii_gaps = [(cp, cp) for cp in range(0x80) if _inside(cp, hidden)]  # space, tab, controls
+    stand_ins = [(ord(_GAP), ord(_GAP)), (ord(_GAP_OPENER), ord(_GAP_OPENER))]
+    gap = f"{_char_class(_merged([*ascii_gaps, *stand_ins]))}*"
+    frame_names = "|".join(gap.join(_letter(ch, letters[ch], gap) for ch in name) for name in FRAME_NAMES)
+    opener = _class_of({*(less - hidden_less), _GAP_OPENER})
+    # The name ends where no visible word character follows at once (a Hangul filler counts
+    # as a letter to \w, but is a gap in the shadow): "<memoryx" is no tag; "<memory\u3164>"
+    # and '<out n="1">' are.
+    tag = f"{opener}{gap}(?:{_class_of(slash)}{gap})?(?:{frame_names})(?!\\w)"
+    return _Filter(
+        hidden=re.compile(_char_class(_minus(_minus(hidden, hidden_openers), ascii_gaps), often=True) + "+"),
+        hidden_openers=re.compile(_char_class(hidden_openers, often=True)),
+        tag=re.compile(tag),
+    )
+
+
+def _inside(cp: int, runs: list[tuple[int, int]]) -> bool:
+    k = bisect_right(runs, (cp, sys.maxunicode + 1)) - 1
+    return k >= 0 and runs[k][0] <= cp <= runs[k][1]
+
+
+def _minus(runs: list[tuple[int, int]], removed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The code points of sorted ``runs`` that are not in sorted ``removed``."""
+    out: list[tuple[int, int]] = []
+    k = 0
+    for first, last in runs:
+        while k < len(removed) and removed[k][1] < first:
+            k += 1
+        j = k
+        while first <= last:
+            if j < len(removed) and removed[j][0] <= last:
+                if removed[j][0] > first:
+                    out.append((first, removed[j][0] - 1))
+                first = max(first, removed[j][1] + 1)
+                j += 1
+            else:
+                out.append((first, last))
+                break
+    return out
 
 
 def neutralize_frames(text: str) -> str:
     """Make text unable to open or close one of our frames (``<chat>``, ``</memory>``...) or
     to reorder what follows it (direction controls become escapes, memory/bidi.py)."""
-    pattern = _pattern()
+    f = _filter()
+    shadow = f.shadow(text)
     parts: list[str] = []
     done = 0
-    found = pattern.search(text)
+    found = f.tag.search(shadow)
     while found is not None:
         # The next tag may start inside this one ("<\ue000chat>": the private-use character
         # opens a tag of its own), so the search goes on right after the opener.
         parts += [text[done : found.start()], ESCAPED]
         done = found.start() + 1
-        found = pattern.search(text, done)
+        found = f.tag.search(shadow, done)
     if parts:
         text = "".join(parts) + text[done:]
     return bidi.neutralize_bidi(text)
 
 
 def prepare() -> None:
-    """Build the filter and the name rules now (~0.6 s idle, measured below). The engine
-    calls this when it is made, so that the first message does not pay for it inside the
-    bot's event loop, stalling ingest and replies; nothing is built at import."""
-    _pattern()
+    """Build the filter and the name rules now: ~1.0 s of CPU once per process (four scans of
+    every code point: categories, decompositions, names; the filter alone before the
+    confusables rules took 0.15 s). The engine calls this when it is made, so that the first
+    message does not pay for it inside the bot's event loop, stalling ingest and replies;
+    nothing is built at import."""
+    _filter()
     names.prepare()
