@@ -2,12 +2,12 @@
 does not see, and which reorder what follows. None comes from memory's own tables (its vendored
 confusables.txt 15.0, Python's unicodedata 14.0): each class is the union of
 
-- a short list of known characters, each checked by hand in Unicode's code charts (and the
-  look-alikes against the confusables data by :func:`test_known_lists_match_the_data`);
+- a short list of known characters, each checked by hand in Unicode's code charts (and against
+  the data by test_frame_rules.py::test_the_known_look_alikes_are_what_the_unicode_data_says);
 - another build of the confusables data, the ``confusable-homoglyphs`` package (its own JSON,
-  made from a later confusables.txt, read through its own table);
-- another Unicode database, ``unicodedata2`` (Unicode 16 or later), for names, compatibility
-  forms and categories;
+  derived from confusables.txt by its own script, undated, read through its own table);
+- another Unicode database, ``unicodedata2`` (18.0 at the time of writing), for names,
+  compatibility forms and categories;
 - the bidi algorithm of ``python-bidi`` (the Rust unicode-bidi crate) for direction.
 
 Every class is found by a scan of all code points (0 to sys.maxunicode), once per test session.
