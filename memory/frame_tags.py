@@ -110,10 +110,10 @@ def _char_class(runs: Iterable[tuple[int, int]], *, often: bool = False) -> str:
     runs costs ~2 us per character of every text searched (205 us for a 100-character line).
     So the class is the BMP part plus the whole range above U+FFFF, a bitmap and one range
     (4 us for the line), and a character above U+FFFF is then checked against the real runs by
-    a one-character lookbehind. The class tried at every character (``often``, the opener)
-    checks them in groups of 16 runs, each behind a test of its span (an emoji costs ~1 us
-    instead of 2); the others are tried only after an opener, and stay one class each (a
-    group is one more class to compile, and the gap class is repeated between every letter)."""
+    a one-character lookbehind. A class tried at every character (``often``: the invisible
+    ones the shadow is made with) checks them in groups of 16 runs, each behind a test of its
+    span (an emoji costs ~1 us instead of 2); the others are tried only after an opener and
+    stay one class each (a group is one more class to compile)."""
     low: list[str] = []
     high: list[tuple[int, int]] = []
     for a, b in runs:
