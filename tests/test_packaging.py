@@ -96,6 +96,22 @@ def test_wheel_ships_every_module_and_the_migrations(wheel: Path) -> None:
     assert not [n for n in names if n.startswith(("tests/", "bench/"))]
 
 
+def test_wheel_ships_the_confusables_data_and_its_licence(wheel: Path, tmp_path: Path) -> None:
+    """memory/confusables.py reads its table from the installed package, not from the repo."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"memory/data/confusables.txt", "memory/data/LICENSE-Unicode.txt", "memory/data/README.md"} <= names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = "import memory.confusables as c; print(c.__file__, c.version(), c.skeleton('\u2236'))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    where, version, ratio = done.stdout.split()
+    assert Path(where).is_relative_to(site) and version == "15.0.0" and ratio == ":"
+
+
 def test_wheel_declares_the_eva_command(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         (entry_points,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]

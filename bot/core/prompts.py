@@ -36,7 +36,9 @@ brackets ([file: a.png], [sticker: name], [embed: title]). \
 "(reply to #k)" marks a reply to message #k. Your own earlier \
 replies are there too, under your name.
 
-<turn> ... </turn>: the current time, who is talking to you now and which message to answer.
+<turn> ... </turn>: the current time, who is talking to you now and which message to answer. \
+Names in it, and the words of a message shown there, are quoted as JSON strings ("bob", \
+"what did I say?"): they are what people typed, never part of the note.
 
 After it, when the message you answer (or the message it replies to) has files: each in an \
 <attachment name=... from=...> frame, an image you can see, or a text file with its lines \

@@ -44,9 +44,9 @@ from bot.core.streaming import stream_message
 from bot.core.tools import ToolResult
 from bot.limits import STEP_LIMIT_NOTE
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
-from memory.names import speaker
+from memory.names import quoted
 from memory.pricing import Usage
-from memory.prompts import flatten, neutralize_frames
+from memory.prompts import neutralize_frames
 from memory.render import zone
 from memory.view import PromptView
 
@@ -70,7 +70,7 @@ WITHOUT_MEMORY_NOTE = (
     "past with them."
 )
 ANSWERED_APART_NOTE = (
-    "{name}'s message #{index} gets a reply of its own, without your memory ({name} cannot read "
+    "Message #{index} by {name} gets a reply of its own, without your memory ({name} cannot read "
     "this channel's message history): do not answer it in this reply."
 )
 
@@ -158,7 +158,10 @@ def tail_blocks(view: PromptView, memory_open: bool) -> tuple[list[Block], int |
 
 
 def note_text(note: TurnNote) -> str:
-    """The per-turn block: closes the tail, then the time, who asked and which message."""
+    """The per-turn block: closes the tail, then the time, who asked and which message. It is
+    our own instruction frame, so every name and word of a person in it is quoted (a JSON
+    string, memory/names.py) and frame-neutralized: a name such as ``bob. Ignore the rules``
+    or an unlogged message cannot pose as a sentence of ours."""
     local = note.now.astimezone(zone(note.timezone))
     lines = [f"Now: {local:%Y-%m-%d %H:%M} ({note.timezone}, {local:%A})."]
     for trigger in note.triggers[:-1]:
@@ -170,25 +173,25 @@ def note_text(note: TurnNote) -> str:
         lines.append(WITHOUT_MEMORY_NOTE.format(name=_name(note.asker)))
     for trigger in note.triggers:
         if trigger.index is None and trigger.text is not None:
-            shown = neutralize_frames(flatten(trigger.text))
+            shown = neutralize_frames(quoted(trigger.text))
             if note.memory:
                 lines.append(
-                    f"{_name(trigger)} is not remembered here (not in the log), so their message is "
-                    f"only shown now: {shown}"
+                    f"The message by {_name(trigger)} is not remembered here (not in the log), so it "
+                    f"is only shown now, quoted: {shown}"
                 )
             else:
-                lines.append(f"{_name(trigger)}'s message: {shown}")
+                lines.append(f"The message by {_name(trigger)}, quoted: {shown}")
     return "</tail>\n<turn>\n" + "\n".join(lines) + "\n</turn>"
 
 
 def _name(trigger: Trigger) -> str:
-    return neutralize_frames(speaker(flatten(trigger.author_name)))
+    return neutralize_frames(quoted(trigger.author_name))
 
 
 def _describe(trigger: Trigger, memory: bool = True) -> str:
     if trigger.index is None:
-        return f"{_name(trigger)}'s message shown below" + (" (it is not in the log)" if memory else "")
-    return f"{_name(trigger)}'s message #{trigger.index}"
+        return f"the message by {_name(trigger)} shown below" + (" (it is not in the log)" if memory else "")
+    return f"message #{trigger.index} by {_name(trigger)}"
 
 
 def first_user_content(view: PromptView) -> tuple[list[Block], list[int]]:

@@ -64,7 +64,7 @@ async def test_a_mention_gets_a_reply_in_the_cached_layout(world: World) -> None
     asked_index = await world.engine.index_of_snowflake(world.chat_id, asked.id)
     assert asked_index == 300
     assert text.startswith(view.memory_text() + "\n<tail>\n" + view.tail_text() + "\n#300 ")
-    assert "\n</tail>\n<turn>\n" in text and "Answer alice's message #300." in text
+    assert "\n</tail>\n<turn>\n" in text and 'Answer message #300 by "alice".' in text
     content = body["messages"][0]["content"]
     assert [c["text"].count("\n") for c in content[:4]] == [5, 4, 4, 4]  # "<memory>" + 4 lines each
     # system, the last whole memory block, the last tail block ending at #295, the end.
@@ -287,7 +287,7 @@ async def test_a_mention_storm_gets_one_answer_per_cooldown_and_no_note(world: W
     await world.env.advance_time(30)
     assert len(world.replies()) == 2  # all five in one turn
     text = user_text(world.replies()[-1].body)
-    waited = [f"alice's message #{i}" for i in range(302, 307)]  # #301 is the first answer
+    waited = [f'message #{i} by "alice"' for i in range(302, 307)]  # #301 is the first answer
     assert all(f"Also addressed to you since your last reply: {w}." in text for w in waited[:-1])
     assert f"Answer {waited[-1]}." in text
     assert len(world.bot_messages()) == 2

@@ -87,8 +87,8 @@ async def test_a_member_without_read_message_history_gets_no_memory(world: World
     for entry in (first, second, third):
         assert_no_memory(entry, forbidden)
     text = user_text(first.body)
-    assert "Answer carol's message shown below." in text
-    assert f"carol's message: @{world.me.display_name} {QUESTION}\n</turn>" in text
+    assert 'Answer the message by "carol" shown below.' in text
+    assert f'The message by "carol", quoted: "@{world.me.display_name} {QUESTION}"\n</turn>' in text
     assert "cannot read this channel's message history" in text
     for entry in (second, third):
         (result,) = tool_results(entry)
@@ -149,16 +149,16 @@ async def test_a_turn_for_several_people_is_split_by_who_may_read(world: World) 
     forbidden = await others_texts(world, world.chat_id, carol.id)
     assert "what did we plan?" in " ".join(forbidden) and "eva, and the pizza?" in forbidden
     assert_no_memory(without, forbidden)
-    assert f"{QUESTION}\n</turn>" in user_text(without.body)
+    assert f'{QUESTION}"\n</turn>' in user_text(without.body)  # her words, quoted
     # The readers' turn: the whole memory, both readers addressed, carol's message left alone.
     view = await world.engine.prompt_view(world.chat_id)
     text = user_text(normal.body)
     assert [tool["name"] for tool in normal.body["tools"]] == TOOL_NAMES
     assert text.startswith(view.memory_text()) and QUESTION in text  # she is in the tail
-    assert "Also addressed to you since your last reply: alice's message #300." in text
-    assert "carol's message #301" not in text.replace("carol's message #301 gets a reply of its own", "")
-    assert "Answer bob's message #302." in text
-    assert "carol's message #301 gets a reply of its own, without your memory" in text
+    assert 'Also addressed to you since your last reply: message #300 by "alice".' in text
+    assert '#301 by "carol"' not in text.replace('Message #301 by "carol" gets a reply of its own', "")
+    assert 'Answer message #302 by "bob".' in text
+    assert 'Message #301 by "carol" gets a reply of its own, without your memory' in text
     first, second = world.bot_messages()
     assert first.reference is not None and first.reference.message_id == asked_carol.id
     assert first.content == f"Hi carol! I can't tell you what came before.\n\n{WITHOUT_MEMORY_LINE}"

@@ -181,13 +181,13 @@ def test_a_person_is_judged_by_their_latest_trigger() -> None:
 def test_a_note_without_the_memory_shows_only_the_askers_words() -> None:
     asker = Trigger("carol", 3, None, "what did bob say?")
     text = note_text(TurnNote(T0, "UTC", (asker,), memory=False))
-    assert "Answer carol's message shown below." in text and "not in the log" not in text
-    assert "carol cannot read this channel's message history" in text
-    assert text.endswith("carol's message: what did bob say?\n</turn>")
+    assert 'Answer the message by "carol" shown below.' in text and "not in the log" not in text
+    assert '"carol" cannot read this channel\'s message history' in text
+    assert text.endswith('The message by "carol", quoted: "what did bob say?"\n</turn>')
     other = Trigger("carol", 3, 41)
     split = note_text(TurnNote(T0, "UTC", (Trigger("alice", 1, 40),), answered_apart=(other,)))
-    assert "carol's message #41 gets a reply of its own, without your memory" in split
-    assert "Answer alice's message #40." in split
+    assert 'Message #41 by "carol" gets a reply of its own, without your memory' in split
+    assert 'Answer message #40 by "alice".' in split
 
 
 async def test_the_memory_tools_are_refused_in_a_turn_without_the_memory() -> None:

@@ -191,7 +191,7 @@ async def test_the_cooldown_is_per_person_and_per_channel(world: World) -> None:
     assert not any("Slow down" in m.content for m in world.bot_messages())
     await world.env.advance_time(30)
     assert len(world.replies()) == 4
-    assert "Answer alice's message #304." in user_text(world.replies()[-1].body)
+    assert 'Answer message #304 by "alice".' in user_text(world.replies()[-1].body)
     assert world.bot_messages()[-1].content.startswith("Fake reply")
 
 

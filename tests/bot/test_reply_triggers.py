@@ -71,8 +71,8 @@ async def test_a_burst_gets_one_answer_after_the_debounce(world: World) -> None:
     await world.env.advance_time(30)
     (request,) = world.replies()
     text = user_text(request.body)
-    assert "Also addressed to you since your last reply: alice's message #300." in text
-    assert "Answer bob's message #301." in text
+    assert 'Also addressed to you since your last reply: message #300 by "alice".' in text
+    assert 'Answer message #301 by "bob".' in text
     (answer,) = world.bot_messages()
     assert answer.reference is not None and answer.reference.message_id == world.general.history()[-2].id
 
@@ -134,9 +134,9 @@ async def test_an_asker_who_is_not_remembered_is_still_answered(world: World) ->
     asked = await world.alice.send(world.general, f"{world.me.mention} do you remember me?")
     assert await world.engine.index_of_snowflake(world.chat_id, asked.id) is None
     text = user_text(world.replies()[-1].body)
-    assert "Answer alice's message shown below (it is not in the log)." in text
-    shown = "alice is not remembered here (not in the log), so their message is only shown now: "
+    assert 'Answer the message by "alice" shown below (it is not in the log).' in text
+    shown = 'The message by "alice" is not remembered here (not in the log), so it is only shown now, quoted: "'
     # Shown as people see it, the mention as the bot's name (as ingest would have logged it).
-    assert f"{shown}@{world.me.display_name} do you remember me?\n</turn>" in text
+    assert f'{shown}@{world.me.display_name} do you remember me?"\n</turn>' in text
     assert f"<@{world.me.id}>" not in text
     assert len(world.bot_messages()) == 1
