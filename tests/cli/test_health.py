@@ -96,6 +96,12 @@ async def test_the_running_bot_reports_gateway_and_database(workdir: Path) -> No
 
             server = postmaster_pid(pgdata)
             assert server is not None
+            # The bot starts a stopped embedded server again within 5 s (bot/database_runtime.py),
+            # so a plain stop would be seen for a moment only. Without PG_VERSION a start fails
+            # ("not a valid data directory"): the server stays gone until the file is back. A
+            # running server does not read the file again.
+            version_file = pgdata / "PG_VERSION"
+            version_file.rename(pgdata / "PG_VERSION.away")
             os.kill(server, signal.SIGINT)  # fast shutdown: the database is gone
 
             async def says(expected: str) -> bool:
@@ -106,6 +112,8 @@ async def test_the_running_bot_reports_gateway_and_database(workdir: Path) -> No
             await eventually(lambda: says("not connected to the Discord gateway"), within=20)
         finally:
             bot.kill()
+            if (pgdata / "PG_VERSION.away").exists():
+                (pgdata / "PG_VERSION.away").rename(pgdata / "PG_VERSION")
             pid = postmaster_pid(pgdata)
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError):
