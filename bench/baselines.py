@@ -25,10 +25,10 @@ from bench.cache_model import CacheMeter, corpus_seconds
 from bench.turns import COMPACT_MODELS, ReplyMeter
 from memory.clock import SimulatedClock
 from memory.config import MemoryConfig
-from memory.importers import ImportedMessage, message_text
-from memory.prompt_cache import estimate_tokens
-from memory.render import tail_line
-from memory.view import PromptView
+from memory.fakes.prompt_cache import estimate_tokens
+from memory.imports.readers import ImportedMessage, message_text
+from memory.reading.view import PromptView
+from memory.tree.render import tail_line
 
 QUIET_SWAP = "quiet swap"
 SWAP_AT_ONCE = "swap as soon as built"

@@ -2,7 +2,7 @@
 
 The benchmarks never call a model. Each request the bot would send (a reply turn, a compactor
 call, a rolling-summary rewrite) is built as the real request body and passed through
-:class:`memory.prompt_cache.PromptCache`, the same simulation the fake Anthropic API
+:class:`memory.fakes.prompt_cache.PromptCache`, the same simulation the fake Anthropic API
 uses (prefix order tools -> system -> messages, at most 4 marks, 20-block lookback, 5 min /
 1 h lifetimes, per-model minimum cacheable length, ~4 bytes per token). Its clock is the
 replay's simulated clock, so the lifetimes are 5 minutes and 1 hour of *corpus* time.
@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from memory.anthropic_summarizer import first_turn, max_tokens_for, system_blocks
 from memory.clock import SimulatedClock
-from memory.fake_size_model import fake_compress_try, fake_merge_try, node_seed
-from memory.fake_summarizer import FakeSummarizer
+from memory.compaction.anthropic_summarizer import first_turn, max_tokens_for, system_blocks
+from memory.compaction.prompts import context_block, cut_at_bytes, task_block, too_long_block
+from memory.compaction.summarizer import CompactTask, StillCurrent, SummaryBatch
+from memory.fakes.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
+from memory.fakes.size_model import fake_compress_try, fake_merge_try, node_seed
+from memory.fakes.summarizer import FakeSummarizer
 from memory.pricing import PriceTable, Usage
-from memory.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
-from memory.prompts import context_block, cut_at_bytes, task_block, too_long_block
-from memory.summarizer import CompactTask, StillCurrent, SummaryBatch
 
 
 def corpus_seconds(clock: SimulatedClock) -> Callable[[], float]:
@@ -191,7 +191,7 @@ def compaction_requests(
     blocked_context: bool = False,
     byte_budget: bool = False,
 ) -> list[tuple[dict[str, Any], int]]:
-    """The requests :class:`~memory.anthropic_summarizer.AnthropicSummarizer` sends for one
+    """The requests :class:`~memory.compaction.anthropic_summarizer.AnthropicSummarizer` sends for one
     ``summarize`` call whose answer was ``batch``, each with its output tokens: the first
     request (system + cache-marked ``<chat>`` context + task block), then, when a line came
     back too long, the retry in the same conversation (the whole conversation again plus

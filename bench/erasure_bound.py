@@ -17,14 +17,16 @@ import itertools
 import time
 from pathlib import Path
 
-from memory import build, migrate, row_audit
-from memory.bulk import fresh_database
+from memory import build
 from memory.config import MemoryConfig
-from memory.database import make_engine, make_sessions
-from memory.fake_summarizer import FakeSummarizer
-from memory.importers import read_jsonl
-from memory.log import ChatKey, NewMessage
-from memory.render import REBUILDING
+from memory.fakes.summarizer import FakeSummarizer
+from memory.imports.readers import read_jsonl
+from memory.reading import row_audit
+from memory.storage import migrate
+from memory.storage.bulk import fresh_database
+from memory.storage.database import make_engine, make_sessions
+from memory.storage.log import ChatKey, NewMessage
+from memory.tree.render import REBUILDING
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc" / "ubuntu-stream-1.jsonl"
 PERSON, PERSON_ID = "eighth", 918273645549

@@ -195,18 +195,20 @@ def _reference(run: RunFigures, every: RunFigures) -> str:
 
 NOTES = {
     "prompt": "cProfile: a prompt_view is a handful of round trips (the row's nodes in one query, "
-    "memory/nodes.py fetch; the keep-boundary window; the tail range) plus one ORM object per tail "
-    "message (up to ~500); on a loaded machine the tail's objects dominate.",
-    "zoom_row": "cProfile: an unbuilt line is walked down one query per level (memory/nodes.py resolve).",
-    "recall": "memory/search.py: newest matches first in windows of 4,096 x 4^k messages, each window's "
-    "word bitmap ANDed with its primary-key range; a word in no window until the last reads every "
-    "window's bitmap (up to 5 index lookups).",
-    "recall_author": "memory/search.py: with an author, one search over the whole chat, the name's "
+    "memory/storage/tree_nodes.py fetch; the keep-boundary window; the tail range) plus one ORM "
+    "object per tail message (up to ~500); on a loaded machine the tail's objects dominate.",
+    "zoom_row": "cProfile: an unbuilt line is walked down one query per level "
+    "(memory/storage/tree_nodes.py resolve).",
+    "recall": "memory/reading/search.py: newest matches first in windows of 4,096 x 4^k messages, "
+    "each window's word bitmap ANDed with its primary-key range; a word in no window until the last "
+    "reads every window's bitmap (up to 5 index lookups).",
+    "recall_author": "memory/reading/search.py: with an author, one search over the whole chat, the name's "
     "trigram bitmap ANDed with the word's; a common word by a prolific author reads their common matches.",
-    "recall_small": "memory/search.py: the chat-led GIN indexes keep the big chat's matches out; the "
+    "recall_small": "memory/reading/search.py: the chat-led GIN indexes keep the big chat's matches out; the "
     "first window of a common word still ANDs its bitmap over every chat.",
     "ingest": "the batch is what queued during the previous write; one multi-row INSERT per batch "
-    "(memory/log.py append_replies); the rest is discord.py/SimCord's per-message work and the commit.",
+    "(memory/storage/log.py append_replies); the rest is discord.py/SimCord's per-message work and "
+    "the commit.",
     "erase": "the per-level DELETEs of covering lines and the UPDATE of the erased rows (tsvector, GIN).",
 }
 NOTES["zoom_deep"] = NOTES["zoom_row"]
@@ -331,9 +333,9 @@ figures, labelled with their source.
   the "before" runs, retried in the same conversation). Row
   invariants are checked after every swap and batch.
 - Compaction cost (bench/cache_model.py): each compactor call is priced as the requests
-  memory/anthropic_summarizer.py would send (system, cache-marked `<chat>` context, task block;
+  memory/compaction/anthropic_summarizer.py would send (system, cache-marked `<chat>` context, task block;
   a retry resends the conversation; "requests" counts retries), tokens = UTF-8 bytes / 4, through
-  the prompt-cache simulation of memory/prompt_cache.py (20-block lookback, minimum 4,096
+  the prompt-cache simulation of memory/fakes/prompt_cache.py (20-block lookback, minimum 4,096
   tokens for Haiku, 1,024 for Sonnet) on corpus time, at the list prices of memory/pricing.py
   (Haiku 5.5's >100K tier and its tokenizer's ~30% more tokens included).
 - Reply turns (bench/turns.py): at a fixed-seed 1-in-{c.plan.runs()[0].sample_every} sample of messages plus

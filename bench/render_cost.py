@@ -96,7 +96,7 @@ def cost_sections(c: Collected) -> str:
 {headline_table(c)}
 
 Context violations: compactor calls whose `<chat>` context was not a run of the row lines before
-each task's input, checked against the tables at call time (memory/context_check.py); 0 required.
+each task's input, checked against the tables at call time (memory/fakes/context_check.py); 0 required.
 Haiku 5.5 is priced with its >100K-token tier and its tokenizer's ~30% more tokens (every token
 count x 1.3, so its cache minimum of 4,096 tokens is reached with less text). Replies: each chat's
 marks get 5-minute or 1-hour lifetimes from its recent gaps between turns (bot/core/cache_policy.py);

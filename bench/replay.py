@@ -23,17 +23,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.log_setup import configure_logging
-from memory import build, migrate, row_audit
-from memory.bulk import Sessions, fresh_database
+from memory import build
 from memory.clock import SimulatedClock
-from memory.compactor import Compactor
+from memory.compaction.compactor import Compactor
+from memory.compaction.summarizer import Summarizer
 from memory.config import MemoryConfig
-from memory.context_check import database_context_check
-from memory.database import make_engine, make_sessions
-from memory.fake_summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer, size_model_description
-from memory.importers import ImportedMessage, read_any
-from memory.log import ChatKey, append, ensure_chat, from_import, tail_line_bytes
-from memory.summarizer import Summarizer
+from memory.fakes.context_check import database_context_check
+from memory.fakes.summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer, size_model_description
+from memory.imports.readers import ImportedMessage, read_any
+from memory.reading import row_audit
+from memory.storage import migrate
+from memory.storage.bulk import Sessions, fresh_database
+from memory.storage.database import make_engine, make_sessions
+from memory.storage.log import ChatKey, append, ensure_chat, from_import, tail_line_bytes
 
 
 class ReplayHooks(Protocol):
@@ -67,7 +69,7 @@ class ReplayResult:
     max_prompt_bytes: int = 0
     invariant_violations: int = 0
     # Compactor calls whose <chat> context was not a run of the lines before each task's
-    # input (read from the database at call time, memory/context_check.py): 0 required.
+    # input (read from the database at call time, memory/fakes/context_check.py): 0 required.
     context_violations: int = 0
     violations: list[str] = field(default_factory=list)
     failed_calls: int = 0
@@ -84,7 +86,7 @@ class ReplayResult:
 async def check_row(
     sessions: Sessions, chat_id: int, config: MemoryConfig, result: ReplayResult, *, after_batch: bool = False
 ) -> int:
-    """Check the row's invariants (memory/row_audit.py) into ``result``; returns its bytes."""
+    """Check the row's invariants (memory/reading/row_audit.py) into ``result``; returns its bytes."""
     checked = await row_audit.check_row(sessions, chat_id, config, after_batch=after_batch)
     result.violations.extend(checked.problems)
     result.invariant_violations += len(checked.problems)

@@ -40,10 +40,10 @@ from bench.render import render
 from bench.scale import ScaleFigures, ScaleSpec, measure_scale
 from bench.turns import AUTO, RunFigures, RunSpec, measure_run
 from bot.log_setup import configure_logging
-from memory.bulk import create_run_database
 from memory.config import MemoryConfig
-from memory.database import drop_database
-from memory.embedded import EmbeddedPostgres
+from memory.storage.bulk import create_run_database
+from memory.storage.database import drop_database
+from memory.storage.embedded import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "irc"

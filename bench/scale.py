@@ -3,13 +3,13 @@
 How the chat is built (in a few minutes instead of a month of compactor calls):
 
 1. Messages: a corpus repeated with fresh snowflakes and dates (each repetition moved past the
-   previous one), logged through ``memory.log.append_many`` in batches of 10,000 (one
+   previous one), logged through ``memory.storage.log.append_many`` in batches of 10,000 (one
    transaction each). One person ("forget-me-person") is given every k-th message so that
    exactly ``erase`` messages are theirs.
 2. The tree and the row: a pure simulation of the compactor on those messages. Every time the
    raw tail passes TAIL_START, the tail except its newest TAIL_KEEP becomes level-0 lines, and
    a row past VIEW_HIGH is merged down to VIEW_LOW with the engine's own batch planner
-   (``memory.row.plan_batch``, the due rule); the staged row is swapped in at once. Lines are
+   (``memory.tree.row.plan_batch``, the due rule); the staged row is swapped in at once. Lines are
    the fake summarizer's (``fake_compress_line`` / ``fake_merge_line``, the documented size
    model) or free (a message or two lines that fit in 512 bytes kept verbatim), exactly as
    the compactor writes them. Every node the simulation built (all leaves, every parent a
@@ -35,12 +35,12 @@ from typing import Any
 
 from bench.scale_tree import ERASED_PERSON, TreeSimulation, generate
 from bench.turns import REPLY_MAX_TOKENS, REPLY_MODEL
-from memory.bulk import BulkDatabase
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
-from memory.importers import ImportedMessage, message_text, read_any
-from memory.log import ChatKey, NewMessage
-from memory.tree import Node, end, start
+from memory.imports.readers import ImportedMessage, message_text, read_any
+from memory.storage.bulk import BulkDatabase
+from memory.storage.log import ChatKey, NewMessage
+from memory.tree.node import Node, end, start
 
 GUILD_ID = 7
 LOAD_BATCH = 10_000

@@ -70,7 +70,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 async def run(args: argparse.Namespace) -> ScaleFigures:
     from bench.report import run_scale
-    from memory.embedded import EmbeddedPostgres
+    from memory.storage.embedded import EmbeddedPostgres
 
     spec = ScaleSpec(args.corpus, messages=args.messages, samples=args.samples, ingest=args.ingest)
     if args.database_url:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from memory.bulk import BulkDatabase
+from memory.storage.bulk import BulkDatabase
 
 PEOPLE = 7
 

@@ -10,12 +10,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memory.config import MemoryConfig
-from memory.fake_size_model import fake_compress_line, fake_merge_line, node_seed
-from memory.importers import ImportedMessage, message_text
-from memory.log import NewMessage, tail_line_bytes
-from memory.render import LineInfo, row_line_bytes
-from memory.row import plan_batch
-from memory.tree import Node, children, end, free_leaf, free_merge, start
+from memory.fakes.size_model import fake_compress_line, fake_merge_line, node_seed
+from memory.imports.readers import ImportedMessage, message_text
+from memory.storage.log import NewMessage, tail_line_bytes
+from memory.tree.node import Node, children, end, free_leaf, free_merge, start
+from memory.tree.render import LineInfo, row_line_bytes
+from memory.tree.row import plan_batch
 
 ERASED_PERSON = ("forget-me-person", 424_242)
 SNOWFLAKE_BASE = 10**15

@@ -33,14 +33,14 @@ from bot.core.prompts import system_prompt
 from bot.core.tools import TOOLS
 from bot.core.turn import Trigger, TurnNote, build_request
 from bot.settings import Settings
-from memory.bulk import Sessions
 from memory.clock import SimulatedClock
+from memory.compaction.summarizer import Summarizer
 from memory.config import MemoryConfig
-from memory.fake_summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer
-from memory.importers import ImportedMessage, read_any
+from memory.fakes.summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer
+from memory.imports.readers import ImportedMessage, read_any
 from memory.pricing import PriceTable
-from memory.summarizer import Summarizer
-from memory.view import PromptView, prompt_view
+from memory.reading.view import PromptView, prompt_view
+from memory.storage.bulk import Sessions
 
 REPLY_MODEL = "claude-sonnet-5-5"
 COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")

@@ -26,9 +26,9 @@ from bot.scheduler import CompactionScheduler
 from bot.services import Services
 from bot.settings import DISCORD_API_BASE, DISCORD_GATEWAY_URL, Settings
 from memory import Clock, Database, WallClock
-from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import make_client
-from memory.summarizer import Summarizer
+from memory.compaction.anthropic_summarizer import AnthropicSummarizer
+from memory.compaction.summarizer import Summarizer
 
 log = structlog.get_logger(__name__)
 

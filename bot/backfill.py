@@ -26,7 +26,7 @@ UNKNOWN_CHANNEL = 10003  # Discord's error code: the channel was deleted
 
 async def backfill_channel(ingest: Ingest, q: ChannelQueue, op: Backfill) -> None:
     """Log the channel's history after its last logged message (never below an erasure's
-    moment: memory.log.backfill_start), oldest first. Idempotent (duplicates are skipped), so
+    moment: memory.storage.log.backfill_start), oldest first. Idempotent (duplicates are skipped), so
     a retry after an outage starts over safely. Each message is checked like a live one
     (opt-outs, erasures in progress) right before it is written."""
     chat_id = op.chat_id if op.chat_id is not None else await ingest.chat_of(q, q.channel)

@@ -8,7 +8,7 @@ from typing import NoReturn
 
 from memory.discord_ids import parse_discord_id
 
-CHAT_NAME_CHARS = 200  # chats.name is String(200) (memory/models.py)
+CHAT_NAME_CHARS = 200  # chats.name is String(200) (memory/storage/models.py)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from bot.settings import Settings
 from memory import MemoryEngine
-from memory.guild_policy import BudgetLevel, budget_level
+from memory.policy.guild_policy import BudgetLevel, budget_level
 
 
 @dataclass(frozen=True, slots=True)

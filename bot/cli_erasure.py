@@ -1,7 +1,7 @@
 """`eva forget` and `eva wipe`: erasing a person, or one chat, from the command line.
 
 Both VACUUM before they exit (no scheduler runs here to do it), so the erased words leave
-the table files at once (memory.erase.purge_dead_rows).
+the table files at once (memory.privacy.erase.purge_dead_rows).
 """
 
 from __future__ import annotations

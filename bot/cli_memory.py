@@ -21,10 +21,11 @@ from bot.database_runtime import open_database
 from bot.errors import CliError
 from bot.settings import Settings
 from bot.status import format_status
-from memory import ImportJob, MemoryEngine, Summarizer, migrate
-from memory.author_map import read_author_map
+from memory import ImportJob, MemoryEngine, Summarizer
 from memory.errors import ChatNotEmpty
-from memory.importers import ImportFormatError, count_messages, open_export
+from memory.imports.author_map import read_author_map
+from memory.imports.readers import ImportFormatError, count_messages, open_export
+from memory.storage import migrate
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:
@@ -69,13 +70,13 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
 
 def _summarizer(settings: Settings, fake: bool) -> Summarizer:
     if fake:
-        from memory.fake_summarizer import FakeSummarizer
+        from memory.fakes.summarizer import FakeSummarizer
 
         return FakeSummarizer(node_bytes=settings.node_bytes, tries=settings.tries)
     if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
         raise CliError("ANTHROPIC_API_KEY is not set (or pass --fake-model to use the offline fake)")
-    from memory.anthropic_summarizer import AnthropicSummarizer
     from memory.claude import make_client
+    from memory.compaction.anthropic_summarizer import AnthropicSummarizer
 
     client = make_client(
         settings.anthropic_api_key.get_secret_value(),

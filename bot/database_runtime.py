@@ -12,7 +12,7 @@ import structlog
 
 from bot.errors import ServiceUnreachable
 from bot.settings import Settings
-from memory.database import (
+from memory.storage.database import (
     Database,
     database_location,
     database_reason,
@@ -20,7 +20,7 @@ from memory.database import (
     make_sessions,
     select_one,
 )
-from memory.embedded import EmbeddedPostgres
+from memory.storage.embedded import EmbeddedPostgres
 
 __all__ = ["Database", "keep_embedded_running", "open_database", "probe"]
 

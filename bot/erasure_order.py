@@ -10,7 +10,7 @@ never logged after that erasure commits, in this process or after a restart.
 - The erasure waits until ingest has handled everything queued for the scope before the
   fence (the backfill of a (re)connection included): the writes in flight when the fence went
   up commit first and are erased with the rest.
-- Its moment is stored as the backfill floor of the guild's chats (memory/erase.py): no
+- Its moment is stored as the backfill floor of the guild's chats (memory/privacy/erase.py): no
   backfill after a restart fetches the history before it again. The floor is a time, not a
   person: after /forget-me no table holds the person's id.
 - A wipe stores its moment on the chat (erased_before): every append checks it under the

@@ -12,7 +12,7 @@ How (docs/design.md sections 4 and 10):
   chats. A message that does not fit is dropped with a warning (ids only) and the channel
   gets a backfill operation, which fetches it from Discord's history once the database is
   back; after five minutes of failures a channel's waiting messages make way for such a
-  backfill too. A message that can never be stored (after memory.log.storable) is the one
+  backfill too. A message that can never be stored (after memory.storage.log.storable) is the one
   thing skipped, with a log line of ids.
 - After a start, a reconnect or a resume, nothing is written until each logged channel has a
   backfill queued at the head of its queue: its history from the last logged snowflake comes
@@ -62,7 +62,7 @@ from memory.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     from bot.services import Services
-    from memory.erase import ErasureReport
+    from memory.privacy.erase import ErasureReport
 
 log = structlog.get_logger(__name__)
 

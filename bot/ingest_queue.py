@@ -30,7 +30,7 @@ def transient(exc: BaseException) -> bool:
     """A failure that goes away by itself, so the same work is tried again: the database or
     Discord is down or restarting (connection refused or dropped, pool exhausted, 5xx), or the
     database refused for now (disk full, a cancelled or timed-out statement, a lock timeout, a
-    deadlock or serialization failure: memory.database.storage_error)."""
+    deadlock or serialization failure: memory.storage.database.storage_error)."""
     return isinstance(
         exc, TransientStorageError | OSError | TimeoutError | aiohttp.ClientError | DiscordServerError
     )

@@ -43,7 +43,7 @@ async def apply(ingest: Ingest, q: ChannelQueue, op: Op) -> None:
         if op.message is not None:
             hidden = await ingest.hidden_people(op.message)
             names = await ingest.mentions.lookup(op.message, op.content, hidden)
-        # Rendered by the engine under the row lock (memory/erase.py, edit_message): a person an
+        # Rendered by the engine under the row lock (memory/privacy/erase.py, edit_message): a person an
         # erasure took out of this message stays out of its new version.
         await engine.edit(info.id, op.message_id, op.content, op.attachments, names)
     elif isinstance(op, Erase):

@@ -1,4 +1,4 @@
-"""Names for the ids a Discord message mentions, for memory/mentions.py to render.
+"""Names for the ids a Discord message mentions, for memory/text/mentions.py to render.
 
 Where a name comes from, cheapest first: the message's resolved mentions (Discord sends the
 mentioned users and members with the message; discord.py resolves mentioned roles from the
@@ -18,7 +18,7 @@ from typing import Any
 import discord
 import structlog
 
-from memory.mentions import MentionNames, Rendered, Wanted, render_mentions, wanted
+from memory.text.mentions import MentionNames, Rendered, Wanted, render_mentions, wanted
 
 log = structlog.get_logger(__name__)
 
@@ -48,7 +48,7 @@ class MentionLookup:
         self, message: discord.Message, content: str, hidden: Iterable[int] = ()
     ) -> MentionNames:
         """What the ids ``content`` mentions are called, for the memory to render (an edit is
-        rendered there, under the row's lock: memory/erase.py)."""
+        rendered there, under the row's lock: memory/privacy/erase.py)."""
         ids = wanted(content)
         if not ids:
             return MentionNames(hidden=frozenset(hidden))

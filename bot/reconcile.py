@@ -19,8 +19,8 @@ events: a live edit that arrives while a page is compared is applied after it.
 
 Like is compared with like (:func:`as_logged`): Discord's copy is rendered with the log's own
 names for the people the log names, and a person taken out of a sealed message (erased, or
-opted out when it was written; memory/mentions.py) stays out, so a copy that differs only there
-is not an edit. The edit itself is rendered by the memory under the row's lock (memory/erase.py),
+opted out when it was written; memory/text/mentions.py) stays out, so a copy that differs only there
+is not an edit. The edit itself is rendered by the memory under the row's lock (memory/privacy/erase.py),
 by the same rules: a page that raced an erasure cannot bring the person back either.
 """
 
@@ -37,10 +37,10 @@ import discord
 import structlog
 
 from bot.chats import channel_for_chat, is_dm, visible
-from memory.log import storable
-from memory.mentions import MentionNames, names_for_version, render_mentions, same_but_redacted
-from memory.reconcile import PAGE, LoggedMessage, text_digest
-from memory.records import message_text
+from memory.privacy.reconcile import PAGE, LoggedMessage, text_digest
+from memory.storage.log import storable
+from memory.text.mentions import MentionNames, names_for_version, render_mentions, same_but_redacted
+from memory.text.records import message_text
 
 if TYPE_CHECKING:
     from bot.ingest import ChannelQueue, Ingest
@@ -60,7 +60,7 @@ LEASE = timedelta(minutes=10)  # a claimed page not done by then is claimed agai
 @dataclass(frozen=True, slots=True)
 class SeenMessage:
     """A message as Discord shows it now: its visible text (raw ``<@id>`` mentions) and what
-    its ids are called. The log stores mentions as names (memory/mentions.py), so the text is
+    its ids are called. The log stores mentions as names (memory/text/mentions.py), so the text is
     rendered the way the log would render it before comparing."""
 
     snowflake: int

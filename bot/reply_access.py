@@ -34,7 +34,7 @@ from bot.attachments import FileSource
 from bot.chats import is_dm, visible
 from bot.core.turn import Trigger, TurnNote
 from bot.mentions import shown_text
-from memory.view import PromptView
+from memory.reading.view import PromptView
 
 log = structlog.get_logger(__name__)
 

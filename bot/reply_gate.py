@@ -1,7 +1,7 @@
 """The per-server and spending gate of a reply turn, called from one place in the reply cog.
 
 It turns a triggering Discord message into plain ids, asks the pure rules in
-memory/guild_policy.py, and reads the ledger for the money. Refusals for *who* or *where*
+memory/policy/guild_policy.py, and reads the ledger for the money. Refusals for *who* or *where*
 (paused channel, listen-only, unlisted channel, name trigger off, blocked or not allowed) are
 silent and cost no database read of the ledger. Refusals for *money* say so once:
 
@@ -30,7 +30,7 @@ from bot.chats import is_dm
 from bot.limits import SOMETHING_BROKE_NOTE
 from bot.settings import Settings
 from memory import GuildSettingsStore
-from memory.guild_policy import (
+from memory.policy.guild_policy import (
     Asker,
     BudgetLevel,
     Defaults,

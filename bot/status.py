@@ -1,4 +1,4 @@
-"""The text of `/memory status` and `/memory node` (the numbers come from memory/stats.py)."""
+"""The text of `/memory status` and `/memory node` (the numbers come from memory/reading/stats.py)."""
 
 from __future__ import annotations
 

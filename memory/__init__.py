@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from memory import errors
 from memory.clock import Clock, WallClock
-from memory.compactor import Compactor, PassReport
+from memory.compaction.compactor import Compactor, PassReport
+from memory.compaction.summarizer import Summarizer
 from memory.config import MemoryConfig
-from memory.database import Database
 from memory.engine import ChatInfo, MemoryEngine, build
-from memory.erase import ErasureReport
-from memory.guild_settings import GuildSettingsStore
-from memory.import_write import ImportJob, ImportResult
-from memory.log import ChatKey, NewMessage
-from memory.mentions import MentionNames, Rendered
+from memory.imports.write import ImportJob, ImportResult
+from memory.policy.guild_settings import GuildSettingsStore
 from memory.pricing import PriceTable, Usage
-from memory.reconcile import DueWalk, LoggedMessage, ReconcileState
-from memory.stats import ChatStats, NodeDetail
-from memory.summarizer import Summarizer
-from memory.view import PromptView
+from memory.privacy.erase import ErasureReport
+from memory.privacy.reconcile import DueWalk, LoggedMessage, ReconcileState
+from memory.reading.stats import ChatStats, NodeDetail
+from memory.reading.view import PromptView
+from memory.storage.database import Database
+from memory.storage.log import ChatKey, NewMessage
+from memory.text.mentions import MentionNames, Rendered
 
 __all__ = [
     "ChatInfo",

@@ -31,19 +31,19 @@ class MemoryConfig:
     # the cache; 4 keeps calls under 0.04 a message on #ubuntu (bench.replay, 20,000 messages).
     tasks_per_call: int = 4
     # The most a compaction context holds: the small context of tasks near the row's start
-    # (the shared one is min_context_bytes, memory/call_plan.py). 48 KB ~ 12K tokens.
+    # (the shared one is min_context_bytes, memory/compaction/call_plan.py). 48 KB ~ 12K tokens.
     context_bytes: int = 48 * KB
     timezone: str = "UTC"
     # The shared compaction context: the row's oldest lines reaching this many bytes, written
-    # about once a row and read by every call (memory/call_plan.py); tasks with less than this
+    # about once a row and read by every call (memory/compaction/call_plan.py); tasks with less than this
     # before their input share one small context of their own. With the ~3.0 KB system prompt,
     # 14 KB is ~4,250 tokens, just over Haiku's 4,096-token cache minimum.
     min_context_bytes: int = 14 * KB
     # A line at most this many bytes over NODE_BYTES is cut at a word boundary here instead of
     # a second request (which resends the whole conversation): first tries overshoot by 5-40
-    # bytes in 10% of tasks (the Haiku bake-off behind memory/fake_summarizer.py).
+    # bytes in 10% of tasks (the Haiku bake-off behind memory/fakes/summarizer.py).
     trim_slack: int = 48
-    # One context per pass shared by its calls (memory/call_plan.py). False: each call gets its
+    # One context per pass shared by its calls (memory/compaction/call_plan.py). False: each call gets its
     # own, the lines before its first task cut on a 16 KB grid, all calls at once: the layout
     # before the shared context, kept so the benchmark report can show both in one run.
     shared_context: bool = True

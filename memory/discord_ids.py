@@ -1,5 +1,5 @@
 """Which numbers count as Discord ids: the one rule `eva forget --user` (bot/cli_args.py), the
-export readers (memory/import_dce.py) and the author map (memory/author_map.py) share, so that
+export readers (memory/imports/dce.py) and the author map (memory/imports/author_map.py) share, so that
 every id an import stores is one an erasure can name.
 
 A Discord id is a snowflake: a 64-bit number, the creation time in milliseconds since 2015 in

@@ -15,24 +15,27 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory import erase, erase_everywhere, frame_tags, log, reads
-from memory.bot_words import redact_bot_messages
 from memory.clock import Clock, WallClock
-from memory.compactor import Compactor, PassReport
+from memory.compaction.compactor import Compactor, PassReport
+from memory.compaction.summarizer import Summarizer
 from memory.config import MemoryConfig
-from memory.database import translates_storage_errors
 from memory.engine_books import EngineBooks
-from memory.erase import ErasureReport
 from memory.errors import ChatNotEmpty
-from memory.guild_settings import GuildSettingsStore
-from memory.import_write import ImportJob, ImportResult, write_import
-from memory.log import ChatKey, NewMessage
-from memory.mention_erasure import person_names, scrub_mentions
-from memory.mentions import MentionNames
-from memory.models import Chat, GuildSettings, MemoryRow, Message, OptOut
+from memory.imports.write import ImportJob, ImportResult, write_import
+from memory.policy.guild_settings import GuildSettingsStore
 from memory.pricing import PriceTable
-from memory.summarizer import Summarizer
-from memory.view import PromptView, prompt_view
+from memory.privacy import erase, erase_everywhere
+from memory.privacy.bot_words import redact_bot_messages
+from memory.privacy.erase import ErasureReport
+from memory.privacy.mention_erasure import person_names, scrub_mentions
+from memory.reading import reads
+from memory.reading.view import PromptView, prompt_view
+from memory.storage import log
+from memory.storage.database import translates_storage_errors
+from memory.storage.log import ChatKey, NewMessage
+from memory.storage.models import Chat, GuildSettings, MemoryRow, Message, OptOut
+from memory.text import frame_tags
+from memory.text.mentions import MentionNames
 
 DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
 
@@ -169,7 +172,7 @@ class MemoryEngine(EngineBooks):
         names: MentionNames | None = None,
     ) -> int | None:
         """A new version of a logged message: ``content`` as Discord shows it (raw ``<@id>``
-        mentions), ``names`` what its ids are called (memory/mentions.py); rendered under the
+        mentions), ``names`` what its ids are called (memory/text/mentions.py); rendered under the
         row's lock, so a person an erasure took out of the message is never named again."""
         async with self.sessions() as s, s.begin():
             deleted = await erase.edit_message(
@@ -199,7 +202,7 @@ class MemoryEngine(EngineBooks):
         caller knows them by (Discord's display name, username) besides the names the log shows.
         ``moment``: the erasure's time as a Discord snowflake, asked for at the end of the
         transaction; no later backfill of the guild's chats starts below it
-        (memory.log.backfill_start)."""
+        (memory.storage.log.backfill_start)."""
         async with self.sessions() as s, s.begin():
             report = ErasureReport()
             if guild_id in (None, DM_SCOPE):
@@ -294,7 +297,7 @@ class MemoryEngine(EngineBooks):
 
     async def purge(self) -> None:
         """VACUUM the tables erasures and edits touch, so the old words leave the table files
-        now rather than at autovacuum's pace (memory.erase.purge_dead_rows)."""
+        now rather than at autovacuum's pace (memory.privacy.erase.purge_dead_rows)."""
         self.purge_due = False  # cleared first: an erasure during the VACUUM asks for another
         try:
             await erase.purge_dead_rows(self.sessions.kw["bind"])
@@ -353,7 +356,7 @@ class MemoryEngine(EngineBooks):
             return await reads.recall(s, chat_id, wanted, max_chars=max_chars)
 
     async def row_addresses(self, chat_id: int) -> list[str]:
-        from memory.tree import address
+        from memory.tree.node import address
 
         async with self.sessions() as s:
             state = await s.get(MemoryRow, chat_id)

@@ -15,15 +15,17 @@ from decimal import Decimal
 from sqlalchemy import distinct, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory import ledger, reconcile, stats
 from memory.clock import Clock
 from memory.config import MemoryConfig
-from memory.guild_policy import month_start
-from memory.ledger import UsageKind, UsageSummary
-from memory.models import Chat, UsageEntry
+from memory.policy import ledger
+from memory.policy.guild_policy import month_start
+from memory.policy.ledger import UsageKind, UsageSummary
 from memory.pricing import PriceTable, Usage
-from memory.reconcile import DueWalk, LoggedMessage, ReconcileState
-from memory.stats import ChatStats, NodeDetail
+from memory.privacy import reconcile
+from memory.privacy.reconcile import DueWalk, LoggedMessage, ReconcileState
+from memory.reading import stats
+from memory.reading.stats import ChatStats, NodeDetail
+from memory.storage.models import Chat, UsageEntry
 
 
 class EngineBooks:

@@ -1,4 +1,4 @@
-"""Alembic environment (async template). Run through `eva migrate` / `memory.migrate`,
+"""Alembic environment (async template). Run through `eva migrate` / `memory.storage.migrate`,
 which hands us a live connection; `alembic` on the command line works too (reads
 DATABASE_URL from the environment, since there is no settings object at that level)."""
 
@@ -11,8 +11,8 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from memory.database import normalize_url
-from memory.models import Base
+from memory.storage.database import normalize_url
+from memory.storage.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from memory import migrate
-from memory.database import create_database, drop_database, make_engine, make_sessions, with_database
-from memory.embedded import EmbeddedPostgres
+from memory.storage import migrate
+from memory.storage.database import create_database, drop_database, make_engine, make_sessions, with_database
+from memory.storage.embedded import EmbeddedPostgres
 from tests.eva_process import EmbeddedFolder, EvaProcess, ProcessWorld
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from memory.database import make_engine, make_sessions
-from memory.embedded import asyncpg_url
-from memory.models import Message
+from memory.storage.database import make_engine, make_sessions
+from memory.storage.embedded import asyncpg_url
+from memory.storage.models import Message
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
 

@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
-from memory.log import ChatKey
-from memory.models import UsageEntry
+from memory.storage.log import ChatKey
+from memory.storage.models import UsageEntry
 
 REPO = Path(__file__).resolve().parent.parent
 

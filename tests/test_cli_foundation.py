@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memory import migrate
+from memory.storage import migrate
 
 REPO = Path(__file__).resolve().parent.parent
 EVA = [sys.executable, "-m", "bot.cli"]
@@ -65,7 +65,7 @@ def test_a_killed_owner_leaves_a_server_the_next_run_adopts_and_stops(tmp_path: 
     data = tmp_path / "data"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from memory.embedded import EmbeddedPostgres;"
+         "import sys, time; from pathlib import Path; from memory.storage.embedded import EmbeddedPostgres;"
          "EmbeddedPostgres(Path(sys.argv[1])).start(); print('up', flush=True); time.sleep(600)",
          str(data)],
         cwd=REPO, env=clean_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

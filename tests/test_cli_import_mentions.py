@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.models import Message
+from memory.storage.models import Message
 from tests.test_cli_memory import cli_db, run  # noqa: F401  (cli_db is a fixture)
 
 GUILD, GENERAL, PARENT = "849074769100935169", "849074769100935175", "849074769100935173"

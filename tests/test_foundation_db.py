@@ -8,9 +8,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memory import migrate
-from memory.database import create_database, drop_database, make_engine, with_database
-from memory.models import Base
+from memory.storage import migrate
+from memory.storage.database import create_database, drop_database, make_engine, with_database
+from memory.storage.models import Base
 
 
 async def test_models_match_migrations(engine: AsyncEngine) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from memory import migrate
 from memory.config import MemoryConfig
-from memory.database import create_database, drop_database, make_engine, make_sessions, with_database
 from memory.engine import MemoryEngine
+from memory.storage import migrate
+from memory.storage.database import create_database, drop_database, make_engine, make_sessions, with_database
 
 PIA, MAX = 1577000000000000001, 1577000000000000002
 

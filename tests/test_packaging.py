@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bot.settings import Settings
-from memory import migrate
+from memory.storage import migrate
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/eva run"
@@ -97,12 +97,12 @@ def test_wheel_ships_every_module_and_the_migrations(wheel: Path) -> None:
 
 
 def test_wheel_ships_the_confusables_data_and_its_licence(wheel: Path, tmp_path: Path) -> None:
-    """memory/confusables.py reads its table from the installed package, not from the repo."""
+    """memory/text/confusables.py reads its table from the installed package, not from the repo."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"memory/data/confusables.txt", "memory/data/LICENSE-Unicode.txt", "memory/data/README.md"} <= names
+    assert {"memory/text/data/confusables.txt", "memory/text/data/LICENSE-Unicode.txt", "memory/text/data/README.md"} <= names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = "import memory.confusables as c; print(c.__file__, c.version(), c.skeleton('\u2236'))"
+    code = "import memory.text.confusables as c; print(c.__file__, c.version(), c.skeleton('\u2236'))"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
         capture_output=True, text=True, timeout=60,

@@ -20,7 +20,7 @@ from bot.tree import ServicesCog, answer, interaction_ids
 from bot.ui import ConfirmView
 from memory import MemoryEngine
 from memory.errors import UserFacingError
-from memory.reads import PAGE_INDENT
+from memory.reading.reads import PAGE_INDENT
 
 log = structlog.get_logger(__name__)
 

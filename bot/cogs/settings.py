@@ -1,7 +1,7 @@
 """`/settings ...`: a server's own choices of where Eva replies, who may talk to her, which model
 answers, its time zone and its monthly budget (docs/design.md, tools and commands).
 
-Thin: the rules are in memory/guild_policy.py, the storage in memory/guild_settings.py. Like
+Thin: the rules are in memory/policy/guild_policy.py, the storage in memory/policy/guild_settings.py. Like
 /memory, the group is guild-only, defaults to Manage Server, and checks that permission again
 when a command runs (a server admin can open the default to anyone); answers are ephemeral.
 """
@@ -19,7 +19,7 @@ from discord.ext import commands
 from bot.reply_gate import policy_of, store_of
 from bot.tree import ManagersCog, answer, interaction_ids
 from memory.errors import UserFacingError
-from memory.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
+from memory.policy.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
 
 log = structlog.get_logger(__name__)
 

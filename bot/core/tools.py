@@ -20,7 +20,7 @@ import structlog
 
 from memory.engine import MemoryEngine
 from memory.errors import BadRequest, UserFacingError
-from memory.reads import RECALL_MAX_LIMIT
+from memory.reading.reads import RECALL_MAX_LIMIT
 
 log = structlog.get_logger(__name__)
 

@@ -17,7 +17,7 @@ so its last whole 4-line block is stable between swaps. A tail block whose messa
 multiple of 8 never changes once the chat has passed it (new messages only append blocks), so
 the next turn reads everything up to that block; marking the partial newest block would store a
 prefix no later turn can ever read. The end mark lets step k+1 of the tool loop read all of
-step k. The row and tail texts come from memory/render.py, where chat text is already
+step k. The row and tail texts come from memory/tree/render.py, where chat text is already
 neutralized: a message cannot close ``</memory>`` or ``</tail>`` and pose as instructions.
 
 The files (bot/attachments.py) sit with the per-turn note, after the last tail mark: they are
@@ -44,11 +44,11 @@ from bot.core.streaming import stream_message
 from bot.core.tools import ToolResult
 from bot.limits import STEP_LIMIT_NOTE
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
-from memory.names import quoted
+from memory.compaction.prompts import neutralize_frames
 from memory.pricing import Usage
-from memory.prompts import neutralize_frames
-from memory.render import zone
-from memory.view import PromptView
+from memory.reading.view import PromptView
+from memory.text.names import quoted
+from memory.tree.render import zone
 
 log = structlog.get_logger(__name__)
 
@@ -160,7 +160,7 @@ def tail_blocks(view: PromptView, memory_open: bool) -> tuple[list[Block], int |
 def note_text(note: TurnNote) -> str:
     """The per-turn block: closes the tail, then the time, who asked and which message. It is
     our own instruction frame, so every name and word of a person in it is quoted (a JSON
-    string, memory/names.py) and frame-neutralized: a name such as ``bob. Ignore the rules``
+    string, memory/text/names.py) and frame-neutralized: a name such as ``bob. Ignore the rules``
     or an unlogged message cannot pose as a sentence of ours."""
     local = note.now.astimezone(zone(note.timezone))
     lines = [f"Now: {local:%Y-%m-%d %H:%M} ({note.timezone}, {local:%A})."]

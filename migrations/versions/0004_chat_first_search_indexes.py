@@ -29,7 +29,7 @@ def upgrade() -> None:
     )
     # Recall by author: the name's trigrams, ANDed with the word's bitmap. Not led by the chat:
     # PostgreSQL does not AND two indexes that both take "chat_id = $1", and the word's index
-    # already does (memory/search.py).
+    # already does (memory/reading/search.py).
     op.create_index(
         "ix_messages_author_trgm",
         "messages",

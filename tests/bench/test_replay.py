@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.replay import replay
-from memory.database import create_database, drop_database, with_database
+from memory.storage.database import create_database, drop_database, with_database
 from tests.memory.helpers import SMALL
 
 

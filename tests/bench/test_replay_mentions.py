@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.importers import read_any
-from memory.log import from_import
+from memory.imports.readers import read_any
+from memory.storage.log import from_import
 
 CORPORA = ("mediawiki.jsonl", "rust.dce.json", "rust.jsonl", "stripe.jsonl", "ubuntu-meeting.jsonl",
            "ubuntu-stream-1.jsonl")  # fmt: skip

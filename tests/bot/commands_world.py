@@ -24,8 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.cli_discord import COMMAND_EXTENSIONS
 from bot.client import EvaBot
 from bot.settings import Settings
-from memory.log import NewMessage
-from memory.models import Chat, Message, OptOut, TreeNode
+from memory.storage.log import NewMessage
+from memory.storage.models import Chat, Message, OptOut, TreeNode
 from tests.bot.conftest import make_bot_settings
 from tests.bot.world import Friends, dated, friends, seed_channel
 from tests.fakes.anthropic_api import FakeAnthropic

@@ -18,7 +18,7 @@ from bot.client import EvaBot
 from bot.ingest import Ingest
 from bot.reconcile import Reconciler
 from bot.services import Services
-from memory.models import Chat, Message
+from memory.storage.models import Chat, Message
 from tests.eva_process import eventually as poll
 from tests.fakes.discord_api import FakeDiscord, discord_on_fake
 

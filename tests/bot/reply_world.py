@@ -25,8 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from bot.services import Services
 from bot.settings import Settings
 from memory.clock import SimulatedClock
-from memory.fake_summarizer import FakeSummarizer
-from memory.models import Message
+from memory.fakes.summarizer import FakeSummarizer
+from memory.storage.models import Message
 from tests.bot.world import Friends, dated, friends, seed_channel, world_services
 from tests.fakes.anthropic_api import FakeAnthropic, LogEntry
 

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.client import EvaBot
-from memory.models import Message, UsageEntry
+from memory.storage.models import Message, UsageEntry
 from tests.bot.reply_world import World, seed
 from tests.bot.world import friends
 from tests.fakes.anthropic_api import FakeAnthropic

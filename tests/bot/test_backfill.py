@@ -23,10 +23,10 @@ from bot.client import EvaBot
 from bot.database_runtime import Database
 from bot.services import Services
 from bot.settings import Settings
-from memory import migrate
-from memory.database import make_engine, make_sessions
-from memory.embedded import EmbeddedPostgres
-from memory.models import Message
+from memory.storage import migrate
+from memory.storage.database import make_engine, make_sessions
+from memory.storage.embedded import EmbeddedPostgres
+from memory.storage.models import Message
 from tests.bot.conftest import Room, declared_retry_wait, ingest_of
 
 INGEST_ONLY = ("bot.cogs.ingest",)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes, TurnGaps, choose_lifetimes
 from bot.core.turn import Trigger, TurnNote, build_request
-from memory.view import PromptView
+from memory.reading.view import PromptView
 from tests.fakes.anthropic_validation import validate_request
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -13,8 +13,8 @@ from bot.limits import SOMETHING_BROKE_NOTE
 from bot.reply_gate import BUDGET_PAUSED_NOTE
 from bot.tree import NEED_MANAGE_SERVER
 from memory.errors import UserFacingError
-from memory.guild_settings import GuildSettingsStore
-from memory.models import Chat, GuildSettings, UsageEntry
+from memory.policy.guild_settings import GuildSettingsStore
+from memory.storage.models import Chat, GuildSettings, UsageEntry
 from tests.bot.commands_world import causes
 from tests.bot.reply_fixtures import fake, settings, simcord_bot
 from tests.bot.settings_world import EXTENSIONS, SettingsWorld, build_settings_world, is_logged, said, spend

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.forget import forget_person
 from bot.services import Services
-from memory.models import Chat
+from memory.storage.models import Chat
 from tests.bot.reconcile_world import eventually, fake, row_of, running
 from tests.fakes.discord_api import FakeDiscord
 from tests.hardening.support import leaked, table_dump

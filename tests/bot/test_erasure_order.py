@@ -26,7 +26,7 @@ from bot.erasure_order import MARGIN_MS
 from bot.forget import forget_person
 from bot.ingest import Ingest
 from bot.ui import FAILED
-from memory.models import Chat, Message
+from memory.storage.models import Chat, Message
 from tests.bot.test_backfill import DiscordHistory, history
 from tests.bot.world import Friends, friends, make_bot
 from tests.hardening.support import leaked, table_dump

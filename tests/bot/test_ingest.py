@@ -19,8 +19,8 @@ from bot.services import Services
 from bot.settings import Settings
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
-from memory.models import Chat, Message, TreeNode
-from memory.tree import covering
+from memory.storage.models import Chat, Message, TreeNode
+from memory.tree.node import covering
 from tests.bot.conftest import Room, ingest_of, make_bot_settings
 from tests.bot.world import TINY_MEMORY
 from tests.fakes.anthropic_api import FakeAnthropic

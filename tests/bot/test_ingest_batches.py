@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 import bot.ingest
 from bot.ingest import Ingest
 from bot.services import Services
-from memory.models import Chat, Message
+from memory.storage.models import Chat, Message
 from tests.bot.conftest import Room, ingest_of
 
 Sessions = async_sessionmaker[AsyncSession]

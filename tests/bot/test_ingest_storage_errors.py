@@ -3,7 +3,7 @@ statement, a lock timeout, a deadlock, a serialization failure, a full disk, the
 memory, a lost connection) is tried again with backoff until it is written, once, in order; a
 channel whose writes keep failing for five minutes makes way for a backfill from its last
 logged message; only a message that can never be stored is skipped, alone, with a log line
-of ids (bot/ingest.py, memory/database.storage_error).
+of ids (bot/ingest.py, memory.storage.database.storage_error).
 
 Each failure happens at the ingest's own write (its first statement, the chat row's lock),
 through the real discord.py on SimCord and the real PostgreSQL: a real statement timeout,
@@ -29,7 +29,7 @@ from structlog.testing import capture_logs
 from bot.ingest import Ingest
 from bot.ingest_queue import Backfill
 from bot.services import Services
-from memory.models import Chat, Message
+from memory.storage.models import Chat, Message
 from tests.bot.conftest import Room, ingest_of
 from tests.bot.test_backfill import DiscordHistory, history
 from tests.eva_process import eventually
@@ -41,7 +41,7 @@ BURST = 40
 
 
 def the_write(statement: str) -> bool:
-    """The first statement of ingest's write (memory.log.append_replies): the chat row's lock."""
+    """The first statement of ingest's write (memory.storage.log.append_replies): the chat row's lock."""
     return statement.lstrip().startswith("SELECT chats.next_index") and "FOR UPDATE" in statement
 
 

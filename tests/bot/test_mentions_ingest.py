@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.forget import forget_person
 from bot.services import Services
-from memory.models import Message
+from memory.storage.models import Message
 from tests.bot.conftest import Room, ingest_of
 from tests.bot.test_backfill import DiscordHistory, history  # noqa: F401  (the fixture)
 

@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.services import Services
 from bot.status import memory_status
-from memory.log import ChatKey, NewMessage
-from memory.models import Message, OptOut, ReconcileCursor
+from memory.storage.log import ChatKey, NewMessage
+from memory.storage.models import Message, OptOut, ReconcileCursor
 from tests.bot.reconcile_world import chats_of_guild, eventually, fake, first_run, row_of, running, start_bot
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_model import READ_MESSAGE_HISTORY

@@ -15,8 +15,8 @@ from bot.core.turn import LAST_STEP_NOTE
 from bot.limits import CLAUDE_DOWN_NOTE, STEP_LIMIT_NOTE, replies_this_month
 from bot.ui import TIMED_OUT
 from memory.errors import BadRequest
-from memory.models import UsageEntry
-from memory.prompt_cache import blocks_of_request
+from memory.fakes.prompt_cache import blocks_of_request
+from memory.storage.models import UsageEntry
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import (
     FLAMINGO_INDEX,

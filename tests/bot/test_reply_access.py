@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from bot.core.tools import FORGET_ASKED, TOOLS
 from bot.reply_access import WITHOUT_MEMORY_LINE
-from memory.models import Message
+from memory.storage.models import Message
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import World, user_text
 from tests.fakes.anthropic_api import LogEntry

@@ -14,8 +14,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.forget import forget_person
-from memory.models import Message
-from memory.prompt_cache import blocks_of_request
+from memory.fakes.prompt_cache import blocks_of_request
+from memory.storage.models import Message
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import World, user_text
 

@@ -17,7 +17,7 @@ from bot.core.sentences import SHOW_WITHOUT_SENTENCE, end_at_sentence, has_sente
 from bot.core.tools import MEMORY_CLOSED, TOOLS_WITHOUT_MEMORY, ToolContext, run_tool
 from bot.core.turn import MAX_CACHE_MARKS, Trigger, TurnNote, build_request, count_cache_marks, note_text
 from bot.reply_access import plan_turns
-from memory.view import PromptView
+from memory.reading.view import PromptView
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from bot.core.turn import CONTINUE_NOTE
 from bot.limits import CLAUDE_DOWN_NOTE, replies_this_month
 from bot.live_reply import EDIT_SECONDS, LiveReply
 from bot.splitting import split_message
-from memory.prompt_cache import BYTES_PER_TOKEN
+from memory.fakes.prompt_cache import BYTES_PER_TOKEN
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import World, user_text
 from tests.fakes.anthropic_behaviours import Fault

@@ -1,7 +1,7 @@
 """The reply request's layout and cache marks (pure: no database, no network).
 
 The prompt-cache behaviour is checked with the fake API's own cache simulation
-(memory/prompt_cache.py), which follows the documented rules: a mark stores its prefix,
+(memory/fakes/prompt_cache.py), which follows the documented rules: a mark stores its prefix,
 a later mark reads the longest stored prefix within 20 blocks before it.
 """
 
@@ -23,9 +23,9 @@ from bot.core.turn import (
     note_text,
 )
 from bot.settings import Settings
-from memory.prompt_cache import ManualClock, PromptCache, blocks_of_request
-from memory.render import memory_block, tail_line
-from memory.view import PromptView
+from memory.fakes.prompt_cache import ManualClock, PromptCache, blocks_of_request
+from memory.reading.view import PromptView
+from memory.tree.render import memory_block, tail_line
 
 MODEL = "claude-sonnet-5-5"
 START = datetime(2026, 10, 14, 18, 0, tzinfo=UTC)

@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
-from memory.log import ChatKey, NewMessage
-from memory.models import Message
+from memory.storage.log import ChatKey, NewMessage
+from memory.storage.models import Message
 from tests.bot.world import TINY_MEMORY
 from tests.eva_process import (
     REPO,

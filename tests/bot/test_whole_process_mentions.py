@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.models import Message
+from memory.storage.models import Message
 from tests.eva_process import ProcessWorld, eventually, logged_message
 
 

@@ -26,9 +26,9 @@ from bot.ingest import Ingest
 from bot.services import Services
 from bot.settings import Settings
 from memory.clock import Clock
+from memory.compaction.summarizer import Summarizer
 from memory.engine import MemoryEngine
-from memory.log import ChatKey, NewMessage
-from memory.summarizer import Summarizer
+from memory.storage.log import ChatKey, NewMessage
 
 # Memory sizes at which a few messages make summary lines: ~6 messages of 80 bytes pass
 # TAIL_START, every leaf over 64 bytes needs the model, and a row swaps at once (QUIET 0).

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import text
 
 from bot.doctor import Finding, intent_state, migration_finding
-from memory import migrate
-from memory.database import create_database, drop_database, make_engine, with_database
+from memory.storage import migrate
+from memory.storage.database import create_database, drop_database, make_engine, with_database
 from tests.cli.support import eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord

@@ -20,7 +20,7 @@ from bot.cli_args import chat_name, guild_or_dm, snowflake, text
 from bot.cli_errors import explain, settings_line
 from bot.errors import CliError, ServiceUnreachable
 from bot.settings import Settings
-from memory.database import database_location, database_reason
+from memory.storage.database import database_location, database_reason
 from tests.hardening.support import production_logs
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.database import with_database
+from memory.storage.database import with_database
 from tests.cli.support import Done, eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord

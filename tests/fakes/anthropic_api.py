@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory.prompt_cache import Clock, OffsetClock, PromptCache, blocks_of_request, count_request_tokens
+from memory.fakes.prompt_cache import Clock, OffsetClock, PromptCache, blocks_of_request, count_request_tokens
 from tests.fakes.anthropic_behaviours import (
     Fault,
     FaultInjector,

@@ -1,12 +1,12 @@
 """The fake's deterministic compactor: recognise a compaction call, answer with sized lines.
 
-A request is a compaction call when its system prompt is ``memory.prompts.compact_system`` or a
+A request is a compaction call when its system prompt is ``memory.compaction.prompts.compact_system`` or a
 user turn holds a task head ("Compress this message ..." / "Merge these two adjacent lines ...").
 The first user turn that holds a task block names the tasks (one, or several in the
 ``<out n="K">`` form); when the last user turn is a "Too long" follow-up, the answer is the
 retry for the named step(s), always within the limit.
 
-Line sizes follow the one size model of docs/design.md section 12, ``memory.fake_size_model``'s; the
+Line sizes follow the one size model of docs/design.md section 12, ``memory.fakes.size_model``'s; the
 only entry point for them is ``compactor_line``.
 """
 
@@ -18,14 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.fake_size_model import (
-    compress_size,
-    fake_compress_try,
-    fake_merge_try,
-    first_try_overshoot,
-    merge_size,
-)
-from memory.prompts import (
+from memory.compaction.prompts import (
     COMPRESS_HEAD,
     MANY_HEAD,
     MERGE_HEAD,
@@ -33,6 +26,13 @@ from memory.prompts import (
     TOO_LONG,
     TOO_LONG_MANY,
     cut_at_bytes,
+)
+from memory.fakes.size_model import (
+    compress_size,
+    fake_compress_try,
+    fake_merge_try,
+    first_try_overshoot,
+    merge_size,
 )
 
 
@@ -90,7 +90,7 @@ def _pad(line: str, input_text: str, target: int) -> str:
 def compactor_line(
     kind: str, input_text: str, seed: int, *, limit: int, attempt: int, overshoot_rate: float
 ) -> str:
-    """THE hook for line sizes: memory.fake_size_model's size model (docs/design.md section 12).
+    """THE hook for line sizes: memory.fakes.size_model's size model (docs/design.md section 12).
 
     Sizes and text come from ``fake_compress_try`` / ``fake_merge_try`` (compress: min(limit,
     max(60, 0.5 x input bytes) x jitter); merge: min(limit, 0.8 x (a + b) x jitter); jitter in

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memory.prompt_cache import BYTES_PER_TOKEN, estimate_tokens
+from memory.fakes.prompt_cache import BYTES_PER_TOKEN, estimate_tokens
 from tests.fakes.anthropic_behaviours import ScriptedReply
 
 STREAM_CHUNKS = 3  # deltas per streamed block: enough to exercise the SDK's accumulation

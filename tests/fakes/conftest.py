@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import anthropic
 import pytest
 
-from memory.prompt_cache import ManualClock
+from memory.fakes.prompt_cache import ManualClock
 from tests.fakes.anthropic_api import FakeAnthropic
 
 

@@ -261,8 +261,8 @@ async def test_fraction_of_failures_is_seeded(fake: FakeAnthropic, client: anthr
 async def test_scripts_keyed_by_kind_do_not_consume_each_other(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic
 ) -> None:
-    from memory.prompts import COMPACT_SYSTEM, task_block
-    from memory.summarizer import CompactTask
+    from memory.compaction.prompts import COMPACT_SYSTEM, task_block
+    from memory.compaction.summarizer import CompactTask
 
     fake.script.push_text("reply script", match="reply")
     task = task_block([CompactTask("compress", 0, 0, author="Pia", text="see you at 8")])

@@ -1,7 +1,7 @@
 """The prompt-cache simulation, through the real SDK, one documented rule per test.
 
 Sizes: 1 token per 4 UTF-8 bytes (``padded(n)`` is exactly n tokens); Sonnet 4.6 caches prefixes of
-at least 1,024 tokens, Haiku 4.5 of at least 4,096 (memory/prompt_cache.py).
+at least 1,024 tokens, Haiku 4.5 of at least 4,096 (memory/fakes/prompt_cache.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import anthropic
 import pytest
 from anthropic.types import Usage
 
-from memory.prompt_cache import LOOKBACK_BLOCKS
+from memory.fakes.prompt_cache import LOOKBACK_BLOCKS
 from tests.fakes.anthropic_api import FakeAnthropic
 
 SONNET = "claude-sonnet-4-6"

@@ -1,4 +1,4 @@
-"""The fake's deterministic compactor, through the real SDK, with requests built by memory.prompts.
+"""The fake's deterministic compactor, through the real SDK, with requests built by memory.compaction.prompts.
 
 Size model (docs/design.md section 12): compress = min(512, max(60, 0.5 x input bytes)), merge =
 min(512, 0.8 x (a + b)), each x a deterministic jitter in [0.9, 1.1]; at overshoot rate 1.0 every
@@ -12,8 +12,8 @@ from typing import Any
 
 import anthropic
 
-from memory.prompts import COMPACT_SYSTEM, context_block, parse_lines, task_block, too_long_block
-from memory.summarizer import CompactTask
+from memory.compaction.prompts import COMPACT_SYSTEM, context_block, parse_lines, task_block, too_long_block
+from memory.compaction.summarizer import CompactTask
 from tests.fakes.anthropic_api import FakeAnthropic
 
 MODEL = "claude-haiku-5-5"

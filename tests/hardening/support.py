@@ -19,8 +19,8 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.log_setup import configure_logging
-from memory.models import MemoryRow, TreeNode
-from memory.row import is_tiling
+from memory.storage.models import MemoryRow, TreeNode
+from memory.tree.row import is_tiling
 
 Sessions = async_sessionmaker[AsyncSession]
 

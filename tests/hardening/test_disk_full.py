@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memory.models import Message
+from memory.storage.models import Message
 from tests.eva_process import (
     EmbeddedFolder,
     embedded_database,

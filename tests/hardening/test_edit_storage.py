@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from memory.models import Message
+from memory.storage.models import Message
 from tests.eva_process import (
     EmbeddedFolder,
     embedded_database,

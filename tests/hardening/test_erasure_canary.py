@@ -24,7 +24,7 @@ import discord
 import pytest
 from sqlalchemy import text
 
-from memory.log import ChatKey, NewMessage
+from memory.storage.log import ChatKey, NewMessage
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.hardening.support import CapturedLogs, assert_row_consistent, leaked, row_state, table_dump, until

@@ -1,4 +1,4 @@
-"""Erasure reaches Eva's own words (memory/mention_erasure.py): after alice's /forget-me, Eva's
+"""Erasure reaches Eva's own words (memory/privacy/mention_erasure.py): after alice's /forget-me, Eva's
 replies to alice's messages (every part of a long one) are erased with them, and in Eva's other
 replies alice's name, written in plain text, is shown as @unknown-user; nothing Discord still
 shows brings it back (the reconnect window and the background walk), and a reply of Eva's to
@@ -6,7 +6,7 @@ someone who opted out is never logged. The real bot on SimCord, the real Anthrop
 against the fake.
 
 And the compactor: a call whose first request was out when an erasure committed sends no
-"too long" follow-up with the erased words (memory/anthropic_summarizer.py asks before each
+"too long" follow-up with the erased words (memory/compaction/anthropic_summarizer.py asks before each
 request whether the row moved)."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.reconcile import Reconciler
-from memory.log import ChatKey, NewMessage
-from memory.models import Message
+from memory.storage.log import ChatKey, NewMessage
+from memory.storage.models import Message
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.hardening.support import assert_row_consistent, table_dump, until

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.frame_tags import ESCAPED
-from memory.log import NewMessage
-from memory.prompts import neutralize_frames
-from memory.reads import PAGE_CHARS
-from memory.render import tail_line
+from memory.compaction.prompts import neutralize_frames
+from memory.reading.reads import PAGE_CHARS
+from memory.storage.log import NewMessage
+from memory.text.frame_tags import ESCAPED
+from memory.tree.render import tail_line
 from tests.hardening.unicode_oracles import (
     KNOWN_COLONS,
     KNOWN_LESS,

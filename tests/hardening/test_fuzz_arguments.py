@@ -18,8 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.core.tools import TOOL_UNAVAILABLE, ToolContext, ToolResult, run_tool
 from bot.services import Services
 from memory.errors import UserFacingError
-from memory.log import ChatKey, NewMessage
-from memory.models import Chat, Message, OptOut, TreeNode, UsageEntry
+from memory.storage.log import ChatKey, NewMessage
+from memory.storage.models import Chat, Message, OptOut, TreeNode, UsageEntry
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.hardening.world import World, build_world, catch_up
 

@@ -1,6 +1,6 @@
 """Hostile message content through ingest, property-based: up to 8,000 characters,
 only emoji, only mentions, NUL and invisible characters, any Unicode text. Every message is
-logged whole (NUL as U+FFFD, memory.log.storable) and /zoom shows it back whole, in pages."""
+logged whole (NUL as U+FFFD, memory.storage.log.storable) and /zoom shows it back whole, in pages."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from sqlalchemy import select
 from bot.cogs.people import zoom_text
 from bot.services import Services
 from bot.settings import Settings
-from memory.log import storable
-from memory.models import Message
-from memory.render import tail_line
+from memory.storage.log import storable
+from memory.storage.models import Message
+from memory.tree.render import tail_line
 from tests.bot.conftest import ingest_of, make_bot_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 

@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.cli_memory import cmd_import
 from bot.errors import CliError
 from bot.settings import Settings
-from memory.importers import ImportedMessage, ImportFormatError, count_messages, read_any
-from memory.models import Chat, Message
+from memory.imports.readers import ImportedMessage, ImportFormatError, count_messages, read_any
+from memory.storage.models import Chat, Message
 
 SECRET = "hushword"  # in every message text: no error may quote it
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.core.turn import Trigger, TurnNote, note_text
-from memory.log import NewMessage
-from memory.names import speaker
-from memory.prompts import context_block, task_block
-from memory.render import LineInfo, row_line, tail_line
-from memory.summarizer import CompactTask
-from memory.tree import free_leaf, node_for
+from memory.compaction.prompts import context_block, task_block
+from memory.compaction.summarizer import CompactTask
+from memory.storage.log import NewMessage
+from memory.text.names import speaker
+from memory.tree.node import free_leaf, node_for
+from memory.tree.render import LineInfo, row_line, tail_line
 from tests.hardening.unicode_oracles import (
     KNOWN_BIDI_CONTROLS,
     PRIVATE_USE,
@@ -154,7 +154,7 @@ def marked_lines() -> Iterator[tuple[str, int]]:
     saying ``t{c}x``, then on its line LTR markers around a Hebrew word (which an embedding or
     isolate would reorder), and its number. (A direction control acts only on what comes after
     it, so the head before the name is left out: a third less to lay out.) A lone surrogate is
-    stored as U+FFFD (memory.log.storable), so none is ever rendered; nor can UTF-8, which
+    stored as U+FFFD (memory.storage.log.storable), so none is ever rendered; nor can UTF-8, which
     python-bidi takes, hold one."""
     for c in code_points():
         k = ord(c)

@@ -28,11 +28,11 @@ from bot.database_runtime import Database
 from bot.limits import CLAUDE_DOWN_NOTE, SOMETHING_BROKE_NOTE
 from memory.clock import SimulatedClock
 from memory.config import MemoryConfig
-from memory.database import make_sessions
-from memory.embedded import EmbeddedPostgres
 from memory.engine import MemoryEngine
-from memory.log import ChatKey, NewMessage
-from memory.models import Message, TreeNode
+from memory.storage.database import make_sessions
+from memory.storage.embedded import EmbeddedPostgres
+from memory.storage.log import ChatKey, NewMessage
+from memory.storage.models import Message, TreeNode
 from tests.bot.conftest import declared_retry_wait, ingest_of
 from tests.bot.test_backfill import restartable_database  # noqa: F401  (fixture)
 from tests.eva_process import embedded_database, endpoints, eventually, postmaster_pid, start_eva

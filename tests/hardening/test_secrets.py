@@ -17,10 +17,10 @@ from pydantic import ValidationError
 from sqlalchemy import text
 
 from bot.settings import Settings
-from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import ClaudeError, create_message, make_client
-from memory.database import make_engine
-from memory.summarizer import CompactTask, SummarizerError
+from memory.compaction.anthropic_summarizer import AnthropicSummarizer
+from memory.compaction.summarizer import CompactTask, SummarizerError
+from memory.storage.database import make_engine
 from tests.eva_process import start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord

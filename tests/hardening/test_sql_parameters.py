@@ -22,10 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.cli_memory import cmd_import
 from bot.errors import CliError
 from bot.settings import Settings
-from memory.database import make_engine, make_sessions
-from memory.importers import MAX_MESSAGE_CHARS
-from memory.log import ChatKey, NewMessage, append_many, ensure_chat
-from memory.models import Message
+from memory.imports.readers import MAX_MESSAGE_CHARS
+from memory.storage.database import make_engine, make_sessions
+from memory.storage.log import ChatKey, NewMessage, append_many, ensure_chat
+from memory.storage.models import Message
 
 SECRET = "marmotsecret"  # another person's words, in the same batch as the huge message
 AT = datetime(2026, 3, 1, tzinfo=UTC)

@@ -12,8 +12,8 @@ from memory import build
 from memory.clock import SimulatedClock
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
-from memory.fake_summarizer import FakeSummarizer
-from memory.log import ChatKey, NewMessage
+from memory.fakes.summarizer import FakeSummarizer
+from memory.storage.log import ChatKey, NewMessage
 
 SMALL = MemoryConfig(
     view_high=4000,

@@ -1,6 +1,6 @@
 """AnthropicSummarizer through the real SDK against the local fake over HTTP.
 
-The fake answers compaction calls with memory.fake_summarizer's size model (compress ~0.5x the
+The fake answers compaction calls with memory.fakes.summarizer's size model (compress ~0.5x the
 input, merge ~0.8x the children, capped at 512; at overshoot rate 1.0 every first try is 517..552
 bytes and the retry after "Too long" fits). The client is built with the SDK's default 2 retries,
 as for replies: the summarizer must take them away (one request per failure).
@@ -16,10 +16,10 @@ import anthropic
 import pytest
 from structlog.testing import capture_logs
 
-from memory.anthropic_summarizer import AnthropicSummarizer, max_tokens_for
 from memory.claude import failure_reason, make_client
-from memory.prompts import COMPACT_SYSTEM, context_block, task_block
-from memory.summarizer import CompactTask, SummarizerError
+from memory.compaction.anthropic_summarizer import AnthropicSummarizer, max_tokens_for
+from memory.compaction.prompts import COMPACT_SYSTEM, context_block, task_block
+from memory.compaction.summarizer import CompactTask, SummarizerError
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ScriptedReply, text_block
 

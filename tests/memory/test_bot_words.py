@@ -1,12 +1,12 @@
-"""The pure rules of what the bot wrote about an erased person (memory/bot_words.py,
-memory/mentions.py): which of its words quote the person, which names are taken out of its
+"""The pure rules of what the bot wrote about an erased person (memory/privacy/bot_words.py,
+memory/text/mentions.py): which of its words quote the person, which names are taken out of its
 text, and when a copy differs only where a name was taken out. Expected texts are written out
 by hand."""
 
 from __future__ import annotations
 
-from memory.bot_words import quotes, word_runs
-from memory.mentions import redact_names, same_but_redacted
+from memory.privacy.bot_words import quotes, word_runs
+from memory.text.mentions import redact_names, same_but_redacted
 
 HERS = ["my flat is on Birch Lane 12, second floor (reply to #4)", "keys under the mat", "ok thanks"]
 

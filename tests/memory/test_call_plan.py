@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from memory.call_plan import is_run_of, last_lines, lines_bytes, plan_calls, run_end
-from memory.planner import PlannedTask
-from memory.summarizer import CompactTask
+from memory.compaction.call_plan import is_run_of, last_lines, lines_bytes, plan_calls, run_end
+from memory.compaction.planner import PlannedTask
+from memory.compaction.summarizer import CompactTask
 
 ROW = tuple(f"line {k:02d} " + "x" * 91 for k in range(60))  # 100 bytes a line with its newline
 

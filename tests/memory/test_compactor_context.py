@@ -9,14 +9,14 @@ from dataclasses import replace
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.call_plan import lines_bytes
 from memory.clock import SimulatedClock
-from memory.compactor import Compactor
-from memory.context_check import database_context_check
+from memory.compaction.call_plan import lines_bytes
+from memory.compaction.compactor import Compactor
+from memory.compaction.summarizer import CompactTask, StillCurrent, SummaryBatch
 from memory.engine import MemoryEngine
-from memory.fake_summarizer import FakeSummarizer
-from memory.models import MemoryRow
-from memory.summarizer import CompactTask, StillCurrent, SummaryBatch
+from memory.fakes.context_check import database_context_check
+from memory.fakes.summarizer import FakeSummarizer
+from memory.storage.models import MemoryRow
 from tests.memory.helpers import SMALL, START, fill, make_engine, message, new_chat, settle
 
 Sessions = async_sessionmaker[AsyncSession]

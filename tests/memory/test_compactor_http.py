@@ -13,11 +13,11 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from structlog.testing import capture_logs
 
-from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import make_client
-from memory.compactor import Compactor
+from memory.compaction.anthropic_summarizer import AnthropicSummarizer
+from memory.compaction.compactor import Compactor
 from memory.engine import MemoryEngine
-from memory.models import TreeNode, UsageEntry
+from memory.storage.models import TreeNode, UsageEntry
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.memory.helpers import SMALL, message, new_chat

@@ -14,13 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.core.tools import ToolResult
 from bot.core.turn import Trigger, TurnNote, run_turn
-from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import make_client
 from memory.clock import SimulatedClock
-from memory.compactor import Compactor
+from memory.compaction.anthropic_summarizer import AnthropicSummarizer
+from memory.compaction.compactor import Compactor
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
-from memory.models import MemoryRow, TreeNode
+from memory.storage.models import MemoryRow, TreeNode
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.fakes.anthropic_compactor import OnePlainLine

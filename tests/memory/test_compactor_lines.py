@@ -3,10 +3,10 @@ bytes cut here instead of a second request (pure, plus the HTTP fake for the req
 
 from __future__ import annotations
 
-from memory.anthropic_summarizer import AnthropicSummarizer
 from memory.claude import make_client
-from memory.prompts import parse_lines, trim_overshoot
-from memory.summarizer import CompactTask
+from memory.compaction.anthropic_summarizer import AnthropicSummarizer
+from memory.compaction.prompts import parse_lines, trim_overshoot
+from memory.compaction.summarizer import CompactTask
 from tests.fakes.anthropic_api import FakeAnthropic
 
 

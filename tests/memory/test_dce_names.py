@@ -1,4 +1,4 @@
-"""The names a DiscordChatExporter export gives the ids in a message (memory/dce_names.py):
+"""The names a DiscordChatExporter export gives the ids in a message (memory/imports/dce_names.py):
 read leniently, since a broken mention entry does not make the message itself unreadable."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memory.dce_names import channel_names, mentioned_people, role_names
-from memory.importers import read_dce
-from memory.log import from_import
+from memory.imports.dce_names import channel_names, mentioned_people, role_names
+from memory.imports.readers import read_dce
+from memory.storage.log import from_import
 
 
 def test_mentions_roles_and_channels_are_read_leniently() -> None:

@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.compactor import Compactor
-from memory.fake_summarizer import FakeSummarizer
-from memory.models import MemoryRow, Message, TreeNode
-from memory.row import is_tiling
-from memory.tree import children, node_for
+from memory.compaction.compactor import Compactor
+from memory.fakes.summarizer import FakeSummarizer
+from memory.storage.models import MemoryRow, Message, TreeNode
+from memory.tree.node import children, node_for
+from memory.tree.row import is_tiling
 from tests.memory.helpers import SMALL, fill, make_engine, message, new_chat, settle
 
 Sessions = async_sessionmaker[AsyncSession]

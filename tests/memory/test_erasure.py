@@ -8,9 +8,9 @@ from dataclasses import replace
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.models import MemoryRow, Message, TreeNode
-from memory.render import tail_line
-from memory.row import is_tiling
+from memory.storage.models import MemoryRow, Message, TreeNode
+from memory.tree.render import tail_line
+from memory.tree.row import is_tiling
 from tests.memory.helpers import fill, make_engine, message, new_chat, settle
 
 Sessions = async_sessionmaker[AsyncSession]

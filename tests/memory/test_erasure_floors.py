@@ -1,4 +1,4 @@
-"""The two moments an erasure leaves on a chat (memory/log.py, memory/erase.py): a wipe's,
+"""The two moments an erasure leaves on a chat (memory/storage/log.py, memory/privacy/erase.py): a wipe's,
 below which no message is ever appended again, checked under the chat's lock (so an append in
 flight is either erased with the rest or refused); and a person's erasure's, below which no
 backfill starts. Both are times: neither names anyone."""
@@ -11,9 +11,9 @@ from dataclasses import replace
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory import log
-from memory.log import ChatKey
-from memory.models import Chat, Message
+from memory.storage import log
+from memory.storage.log import ChatKey
+from memory.storage.models import Chat, Message
 from tests.eva_process import eventually
 from tests.memory.helpers import make_engine, message
 

@@ -8,7 +8,8 @@ from statistics import mean
 
 import pytest
 
-from memory.fake_size_model import (
+from memory.compaction.summarizer import CompactTask, SummarizerError
+from memory.fakes.size_model import (
     COMPRESS_FLOOR,
     JITTER,
     OVERSHOOT_MAX,
@@ -24,8 +25,7 @@ from memory.fake_size_model import (
     node_seed,
     size_model_description,
 )
-from memory.fake_summarizer import FakeSummarizer, check_compactor_input
-from memory.summarizer import CompactTask, SummarizerError
+from memory.fakes.summarizer import FakeSummarizer, check_compactor_input
 
 WORDS = ["plan", "friday", "game", "night", "bring", "snacks", "catan", "box", "map", "usual"]
 WORDS += ["place", "seven", "pm", "café", "naïve", "🎲"]  # bytes of 2 to 4: cuts must respect them

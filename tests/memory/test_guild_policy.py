@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from memory.guild_policy import (
+from memory.policy.guild_policy import (
     Asker,
     BudgetLevel,
     Defaults,

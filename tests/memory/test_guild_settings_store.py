@@ -12,9 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
-from memory.guild_settings import GuildSettingsStore
-from memory.log import ChatKey
-from memory.models import Chat, GuildSettings, UsageEntry
+from memory.policy.guild_settings import GuildSettingsStore
+from memory.storage.log import ChatKey
+from memory.storage.models import Chat, GuildSettings, UsageEntry
 
 GUILD, OTHER_GUILD = 7, 8
 NOW = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)

@@ -10,10 +10,10 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory import ImportJob
-from memory.import_fields import ImportFormatError
-from memory.log import ChatKey
-from memory.models import Chat
-from memory.records import ExportOrigin, ImportedMessage
+from memory.imports.fields import ImportFormatError
+from memory.storage.log import ChatKey
+from memory.storage.models import Chat
+from memory.text.records import ExportOrigin, ImportedMessage
 from tests.memory.helpers import make_engine, message
 
 Sessions = async_sessionmaker[AsyncSession]

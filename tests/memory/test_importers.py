@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memory.importers import (
+from memory.imports.readers import (
     ImportedMessage,
     ImportFormatError,
     count_messages,

@@ -14,10 +14,10 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.claude import ClaudeError, create_message, usage_from_response
-from memory.ledger import cache_read_share, record_usage, usage_summary
-from memory.models import Chat, UsageEntry
+from memory.compaction.summarizer import CallUsage
+from memory.policy.ledger import cache_read_share, record_usage, usage_summary
 from memory.pricing import PriceTable, Usage
-from memory.summarizer import CallUsage
+from memory.storage.models import Chat, UsageEntry
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 

@@ -1,4 +1,4 @@
-"""Erasure and mentions (memory/mention_erasure.py): erasing person P takes P's name and id out
+"""Erasure and mentions (memory/privacy/mention_erasure.py): erasing person P takes P's name and id out
 of the other people's messages that mention P, in the chats the erasure covers, and the lines
 built over them are rebuilt; a deleted message loses its mention columns; an edit replaces
 them. Run on the real database with the fake summarizer."""
@@ -10,10 +10,10 @@ from dataclasses import replace
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.log import ChatKey, NewMessage
-from memory.mentions import MentionNames
-from memory.models import MemoryRow, Message
-from memory.row import is_tiling
+from memory.storage.log import ChatKey, NewMessage
+from memory.storage.models import MemoryRow, Message
+from memory.text.mentions import MentionNames
+from memory.tree.row import is_tiling
 from tests.memory.helpers import START, fill, make_engine, message, new_chat, settle
 
 Sessions = async_sessionmaker[AsyncSession]

@@ -1,4 +1,4 @@
-"""Mentions as names, the pure part (memory/mentions.py): text plus lookup tables in, the
+"""Mentions as names, the pure part (memory/text/mentions.py): text plus lookup tables in, the
 text people see and the people it mentions out. No Discord, no database."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.mentions import (
+from memory.text.mentions import (
     MAX_ID,
     UNKNOWN_USER,
     MentionNames,

@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.models import MemoryRow
-from memory.render import rebuilding_line
-from memory.row import is_tiling
-from memory.row_bound import PartCost, gaps_to_collapse
-from memory.view import row_lines
+from memory.reading.view import row_lines
+from memory.storage.models import MemoryRow
+from memory.tree.render import rebuilding_line
+from memory.tree.row import is_tiling
+from memory.tree.row_bound import PartCost, gaps_to_collapse
 from tests.memory.helpers import SMALL, make_engine, message, new_chat, settle
 
 Sessions = async_sessionmaker[AsyncSession]
@@ -125,8 +125,8 @@ async def test_the_biggest_importable_messages_keep_the_tail_under_its_cap(sessi
     """The raw tail always shows its newest message whole, so the cap holds only if no single
     message outgrows it: an import's ceiling (16,000 characters, 4 bytes each at most) must."""
     from memory.config import MemoryConfig
-    from memory.importers import MAX_MESSAGE_CHARS
-    from memory.log import NewMessage
+    from memory.imports.readers import MAX_MESSAGE_CHARS
+    from memory.storage.log import NewMessage
 
     config = MemoryConfig()
     engine, _summarizer, _clock = make_engine(sessions, config)

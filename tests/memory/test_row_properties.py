@@ -1,7 +1,7 @@
-"""The memory row (memory/row.py) against brute-force references.
+"""The memory row (memory/tree/row.py) against brute-force references.
 
 References written here from the spec's description (the OptChat spec rev. 3, sections 2
-and 3.3), independently of memory/row.py: Taelin's binary-counter ``push``, an exact
+and 3.3), independently of memory/tree/row.py: Taelin's binary-counter ``push``, an exact
 Fraction argmax over all pairs, and a message-by-message tiling check.
 """
 
@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.row import (
+from memory.tree.node import Node, children
+from memory.tree.row import (
     BatchPlan,
     TilingError,
     check_tiling,
@@ -26,7 +27,6 @@ from memory.row import (
     plan_batch,
     row_bytes,
 )
-from memory.tree import Node, children
 
 # Scaled-down VIEW_HIGH / VIEW_LOW (96 KB / 48 KB in production) so a row of 20..512-byte
 # lines crosses HIGH every ~15 messages and a test run sees hundreds of batches.

@@ -7,7 +7,7 @@ import itertools
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.search import FIRST_WINDOW, RECALL_CANDIDATES, tsquery_literal, windows
+from memory.reading.search import FIRST_WINDOW, RECALL_CANDIDATES, tsquery_literal, windows
 from tests.memory.helpers import make_engine, message, new_chat
 
 Sessions = async_sessionmaker[AsyncSession]

@@ -1,6 +1,6 @@
 """Storage errors leave the engine as "try again" or "can never be stored", by PostgreSQL's
-SQLSTATE (memory.database.storage_error), and every session of the engine carries a statement
-and a lock timeout (memory.database.make_engine).
+SQLSTATE (memory.storage.database.storage_error), and every session of the engine carries a statement
+and a lock timeout (memory.storage.database.make_engine).
 
 The expected classes are written here from PostgreSQL's manual (appendix A, "PostgreSQL Error
 Codes"), not read from the implementation; the server itself raises each code."""
@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from memory.database import translating
 from memory.errors import DatabaseUnavailable, DuplicateEntry, StorageError, TransientStorageError
+from memory.storage.database import translating
 
 Sessions = async_sessionmaker[AsyncSession]
 

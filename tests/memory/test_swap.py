@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memory.config import MemoryConfig
-from memory.swap import should_arm, swap_reason
+from memory.tree.swap import should_arm, swap_reason
 
 CFG = MemoryConfig()
 NOW = datetime(2026, 10, 14, 21, 0, tzinfo=UTC)

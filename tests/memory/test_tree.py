@@ -1,4 +1,4 @@
-"""Tree math and free nodes (memory/tree.py), against brute-force references."""
+"""Tree math and free nodes (memory/tree/node.py), against brute-force references."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.tree import (
+from memory.tree.node import (
     AddressError,
     Node,
     address,

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.cogs.people import NO_MEMORY_HERE, address_choices, zoom_text
 from bot.pagination import PAGE_CHARS, paginate
 from memory.errors import BadRequest, UserFacingError
-from memory.models import Message
+from memory.storage.models import Message
 from tests.bot.commands_world import LONG_MESSAGE_INDEX, World, authored, causes, counts, reply_text
 
 
@@ -201,7 +201,7 @@ async def test_opting_out_lasts_until_remember_me(
 async def test_forget_me_in_dms_erases_that_persons_dm_memory(
     world: World, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    from memory.log import ChatKey
+    from memory.storage.log import ChatKey
     from tests.bot.commands_world import message
 
     user = world.alice.user
@@ -269,7 +269,7 @@ def test_error_sentences_by_kind() -> None:
 async def test_zoom_text_joins_every_page_of_a_very_long_message(world: World) -> None:
     from datetime import timedelta
 
-    from memory.log import NewMessage
+    from memory.storage.log import NewMessage
     from tests.bot.commands_world import START
 
     long = " ".join(f"w{n}" for n in range(2500))  # ~13,400 characters: 4 engine pages of 4,000

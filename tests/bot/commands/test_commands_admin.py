@@ -10,8 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.tree import NEED_MANAGE_SERVER
 from memory.errors import UserFacingError
-from memory.log import NewMessage
-from memory.models import TreeNode
+from memory.storage.log import NewMessage
+from memory.storage.models import TreeNode
 from tests.bot.commands_world import START, World, causes, counts, reply_text
 
 SUBCOMMANDS = {f"memory {name}" for name in ("status", "view", "node", "compact", "pause", "resume", "wipe")}

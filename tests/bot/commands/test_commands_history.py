@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.cogs.people import NO_HISTORY_HERE
 from memory.errors import UserFacingError
-from memory.log import ChatKey
+from memory.storage.log import ChatKey
 from tests.bot.commands_world import World, causes, counts, message, reply_text
 
 

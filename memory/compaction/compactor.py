@@ -1,0 +1,314 @@
+"""The compactor: runs the model tasks the planner hands out, up to JOBS calls at once.
+
+One builder per chat across processes: a pass holds a Postgres advisory lock on the chat
+(a second worker skips that chat), and the unique key on (chat, level, index) turns any
+duplicate build into a no-op. Results computed before an erasure or edit are thrown away
+(the row version moved), so no line built from erased words is ever written.
+
+A failed node is retried after RETRY (10 s), forever, and reported once: the next reply
+reads these lines, so the compactor must catch up fast, not back off for minutes. A node that
+failed inside a multi-task call is retried alone. A rate limit (429) or overload (529) is
+different: it is the key's, shared with replies, so all compaction pauses for the API's
+``retry-after`` (at least RETRY) and replies, which never wait on this pause, keep the quota.
+
+Calls are planned by memory/compaction/call_plan.py: one context per call, only lines before every task's
+input. The row version is read again right before each request of a call (its first, and every
+too-long retry the summarizer sends in the same conversation), so work planned before an
+erasure is dropped and no erased line or message is sent once the erasure has committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import structlog
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memory.clock import Clock
+from memory.compaction.call_plan import ContextGroup, plan_calls
+from memory.compaction.planner import NodeCache, PlannedTask, needs_pass, plan_chat
+from memory.compaction.summarizer import CallUsage, Summarizer, SummarizerError
+from memory.config import MemoryConfig
+from memory.policy.ledger import record_usage
+from memory.pricing import PriceTable
+from memory.storage.models import Chat, MemoryRow
+from memory.storage.tree_nodes import NodeRecord, NodeWrite, insert_nodes
+from memory.tree.node import Node, address
+
+log = structlog.get_logger(__name__)
+
+# Advisory-lock namespace ("EVAC"), so our locks never collide with another app's.
+LOCK_NAMESPACE = 0x45564143
+
+
+@dataclass(slots=True)
+class PassReport:
+    skipped: bool = False  # another worker holds this chat
+    calls: int = 0
+    failed_calls: int = 0
+    model_nodes: int = 0
+    free_nodes: int = 0
+    discarded: int = 0  # results thrown away because an erasure moved the row
+    swaps: int = 0
+    forced_swaps: int = 0
+    batches: int = 0  # batch merges that finished (each brings a row down to VIEW_LOW)
+    usage: CallUsage = field(default_factory=CallUsage)
+
+
+class Compactor:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        config: MemoryConfig,
+        summarizer: Summarizer,
+        clock: Clock,
+        *,
+        prices: PriceTable | None = None,
+    ) -> None:
+        self.sessions, self.cfg, self.summarizer, self.clock = sessions, config, summarizer, clock
+        self.prices = prices or PriceTable()
+        self._jobs = asyncio.Semaphore(config.jobs)
+        self._caches: dict[int, NodeCache] = {}
+        self._retry_at: dict[tuple[int, Node], datetime] = {}
+        self._reported: set[tuple[int, Node]] = set()
+        self._waiting: set[int] = set()  # chats with nodes waiting out RETRY
+        self._alone: set[tuple[int, Node]] = set()  # failed inside a multi-task call
+        # chat -> (version, sticky contexts by tier): kept between plans of one pass
+        self._contexts: dict[int, tuple[int, dict[int, tuple[str, ...]]]] = {}
+        self.paused_until: datetime | None = None  # rate limited: no call before this
+
+    def paused(self) -> bool:
+        return self.paused_until is not None and self.clock.now() < self.paused_until
+
+    def pause(self, seconds: float, reason: str) -> None:
+        """Stop all compaction calls for ``seconds`` (at least RETRY): the key is rate limited."""
+        wait = max(seconds, self.cfg.retry_seconds)
+        until = self.clock.now() + timedelta(seconds=wait)
+        if self.paused_until is None or until > self.paused_until:
+            self.paused_until = until
+            log.warning("compactor.paused", reason=reason, seconds=round(wait, 1))
+
+    @asynccontextmanager
+    async def _chat_lock(self, chat_id: int) -> AsyncIterator[bool]:
+        """Session-level advisory lock on a connection of its own, held for the pass."""
+        engine = self.sessions.kw["bind"]
+        async with engine.connect() as conn:
+            params = {"ns": LOCK_NAMESPACE, "chat": chat_id}
+            got = bool(await conn.scalar(text("SELECT pg_try_advisory_lock(:ns, :chat)"), params))
+            await conn.commit()  # the lock is session-level: it outlives this transaction
+            try:
+                yield got
+            finally:
+                if got:
+                    await conn.execute(text("SELECT pg_advisory_unlock(:ns, :chat)"), params)
+                    await conn.commit()
+
+    def _blocked(self, chat_id: int, now: datetime) -> set[Node]:
+        return {node for (chat, node), at in self._retry_at.items() if chat == chat_id and at > now}
+
+    async def _plan(
+        self, chat_id: int, busy: set[Node], force_swap: bool
+    ) -> tuple[list[PlannedTask], bool, int, PassReport]:
+        report = PassReport()
+        async with self.sessions() as session, session.begin():
+            tz = await session.scalar(select(Chat.timezone).where(Chat.id == chat_id)) or "UTC"
+            cache = self._caches.setdefault(chat_id, NodeCache(chat_id, tz))
+            now = self.clock.now()
+            plan = await plan_chat(
+                session,
+                self.cfg,
+                cache,
+                now,
+                busy=busy,
+                blocked=self._blocked(chat_id, now),
+                force_swap=force_swap,
+            )
+        report.free_nodes, report.swaps = plan.free_built, int(plan.swapped)
+        report.forced_swaps, report.batches = int(plan.forced), int(plan.batched)
+        return plan.tasks, plan.waiting, plan.version, report
+
+    async def run(self, chat_id: int, *, until_idle: bool = False, force_swap: bool = False) -> PassReport:
+        """Build what is ready for this chat; with ``until_idle``, keep going (waiting out
+        retries) until nothing is left. Returns what was done."""
+        total = PassReport()
+        if not force_swap and chat_id not in self._waiting:
+            async with self.sessions() as session:
+                if not await needs_pass(session, self.cfg, chat_id, self.clock.now()):
+                    return total
+        async with self._chat_lock(chat_id) as got:
+            if not got:
+                total.skipped = True
+                return total
+            while True:
+                tasks, waiting, version, report = await self._plan(chat_id, set(), force_swap)
+                total.free_nodes += report.free_nodes
+                total.swaps += report.swaps
+                total.forced_swaps += report.forced_swaps
+                total.batches += report.batches
+                if tasks and self.paused():
+                    waiting = True  # rate limited: the free work is done, the calls wait
+                elif tasks:
+                    await self._run_tasks(chat_id, tasks, version, total)
+                    continue
+                if waiting and until_idle:
+                    await self._wait_for_retry(chat_id)
+                    continue
+                if waiting:
+                    self._waiting.add(chat_id)
+                else:
+                    self._waiting.discard(chat_id)
+                return total
+
+    async def _wait_for_retry(self, chat_id: int) -> None:
+        pending = [at for (chat, _), at in self._retry_at.items() if chat == chat_id]
+        if self.paused() and self.paused_until is not None:
+            pending.append(self.paused_until)
+        delay = (min(pending) - self.clock.now()).total_seconds() if pending else self.cfg.retry_seconds
+        await self.clock.sleep(max(delay, 0.01))
+
+    async def _run_tasks(
+        self, chat_id: int, tasks: Sequence[PlannedTask], version: int, report: PassReport
+    ) -> None:
+        # Kept across swaps too: plan_calls reuses a context only while its lines are, whole and
+        # in order, row lines before the tasks' inputs now, so nothing erased can come back.
+        known = self._contexts.get(chat_id)
+        sticky = known[1] if known is not None else {}
+        groups, keep = plan_calls(
+            tasks,
+            per_call=self.cfg.tasks_per_call,
+            context_bytes=self.cfg.context_bytes,
+            min_context_bytes=self.cfg.min_context_bytes,
+            sticky=sticky,
+            alone={node for chat, node in self._alone if chat == chat_id},
+            shared=self.cfg.shared_context,
+        )
+        self._contexts[chat_id] = (version, keep)
+        await asyncio.gather(*(self._run_group(chat_id, g, version, report) for g in groups))
+
+    async def _run_group(self, chat_id: int, group: ContextGroup, version: int, report: PassReport) -> None:
+        """The lead call alone (it writes the context to the prompt cache), then the rest at
+        once (they read it). Without a context there is nothing to cache (the system prompt
+        alone is ~700 tokens, under every model's minimum): all calls go at once."""
+        lead, *rest = group.calls
+        if not group.context:
+            rest, lead = group.calls, []
+        if lead:
+            await self._call(chat_id, group.context, lead, version, report)
+        await asyncio.gather(*(self._call(chat_id, group.context, call, version, report) for call in rest))
+
+    async def _current_version(self, chat_id: int) -> int | None:
+        async with self.sessions() as session:
+            return await session.scalar(select(MemoryRow.version).where(MemoryRow.chat_id == chat_id))
+
+    async def _call(
+        self,
+        chat_id: int,
+        context: tuple[str, ...],
+        group: list[PlannedTask],
+        version: int,
+        report: PassReport,
+    ) -> None:
+        async with self._jobs:
+            if self.paused():
+                return  # planned before a rate limit: planned again once the pause is over
+            # Read right before sending: an erasure (or a swap) committed since planning moved
+            # the version, and this call may carry the erased words. Drop it unsent; the
+            # summarizer asks again before each further request of the call.
+            async def still_current() -> bool:
+                return await self._current_version(chat_id) == version
+
+            if not await still_current():
+                report.discarded += len(group)
+                return
+            try:
+                batch = await self.summarizer.summarize(
+                    context, [t.task for t in group], still_current=still_current
+                )
+            except SummarizerError as exc:
+                report.failed_calls += 1
+                if exc.retry_after is not None or exc.rate_limited:
+                    self.pause(exc.retry_after or 0.0, str(exc))
+                self._failed(chat_id, [t.node for t in group], str(exc))
+                return
+        report.calls += 1
+        report.usage.add(batch.usage)
+        done = [
+            (t, line, tries) for t, line, tries in zip(group, batch.lines, batch.tries, strict=True) if line
+        ]
+        empty = [t.node for t, line in zip(group, batch.lines, strict=True) if not line]
+        self._failed(chat_id, empty, "empty line")
+        if len(group) > 1:
+            self._alone.update((chat_id, node) for node in empty)
+        share = max(1, len(done))
+        writes = [
+            NodeWrite(
+                t.node,
+                line,
+                t.first_at,
+                t.last_at,
+                by_model=True,
+                model=batch.usage.model or None,
+                tries=tries,
+                input_tokens=batch.usage.input_tokens // share,
+                output_tokens=batch.usage.output_tokens // share,
+                cache_write_tokens=batch.usage.cache_write_5m_tokens // share,
+                cache_read_tokens=batch.usage.cache_read_tokens // share,
+            )
+            for t, line, tries in done
+        ]
+        async with self.sessions() as session, session.begin():
+            current = await session.scalar(
+                select(MemoryRow.version).where(MemoryRow.chat_id == chat_id).with_for_update(read=True)
+            )
+            guild_id = await session.scalar(select(Chat.guild_id).where(Chat.id == chat_id))
+            await record_usage(
+                session,
+                chat_id=chat_id,
+                guild_id=guild_id,
+                kind="compact",
+                model=batch.usage.model or "unknown",
+                usage=batch.usage.as_usage(),
+                prices=self.prices,
+            )
+            if current != version:
+                report.discarded += len(writes)
+                return
+            inserted = await insert_nodes(session, chat_id, writes)
+        report.model_nodes += inserted  # after the await: concurrent calls share the report
+        cache = self._caches.get(chat_id)
+        for w in writes:
+            self._retry_at.pop((chat_id, w.node), None)
+            self._reported.discard((chat_id, w.node))
+            self._alone.discard((chat_id, w.node))
+            if cache is not None and cache.version == version:
+                cache.add(NodeRecord(w.node, w.text, w.first_at, w.last_at, True))
+
+    def _failed(self, chat_id: int, nodes: Sequence[Node], reason: str) -> None:
+        retry_at = self.clock.now() + timedelta(seconds=self.cfg.retry_seconds)
+        if self.paused_until is not None and self.paused_until > retry_at:
+            retry_at = self.paused_until
+        for node in nodes:
+            key = (chat_id, node)
+            self._retry_at[key] = retry_at
+            if key not in self._reported:
+                self._reported.add(key)
+                log.warning(
+                    "compactor.node_failed",
+                    chat_id=chat_id,
+                    node=address(node),
+                    reason=reason,
+                    retry_in=self.cfg.retry_seconds,
+                )
+
+    async def chats_with_work(self) -> list[int]:
+        """Chats whose row has staged or repair work (indexed by primary key, a few rows)."""
+        async with self.sessions() as session:
+            rows = await session.scalars(
+                select(MemoryRow.chat_id).where(MemoryRow.staged.is_not(None) | MemoryRow.needs_repair)
+            )
+            return list(rows.all())

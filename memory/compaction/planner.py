@@ -1,0 +1,399 @@
+"""The compactor's next steps for one chat, decided in one short transaction.
+
+Each call to :func:`plan_chat` runs under the chat's memory-row lock and does everything
+that needs no model: it arms compaction when the raw tail passes TAIL_START, builds free
+nodes (short messages, short merges, erased messages), applies the batch merges whose
+parents are built, rebuilds nodes an erasure or edit removed, and swaps the staged row in
+when the chat has been quiet for QUIET (or at once past TAIL_FORCE). What is left needs a
+model: it returns those tasks, in order, each with its context. The caller runs them and
+calls again. Nothing here scans the whole tree: it reads the row's own parts, their
+parents, and index ranges of the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memory.compaction.summarizer import CompactTask
+from memory.config import MemoryConfig
+from memory.storage.log import range_bytes, read_range
+from memory.storage.models import Chat, MemoryRow, Message
+from memory.storage.tree_nodes import NodeRecord, NodeWrite, fetch, insert_nodes
+from memory.tree.node import Node, children, end, free_leaf, free_merge, parent, start
+from memory.tree.render import bare_text, row_line_bytes
+from memory.tree.row import check_tiling, plan_batch
+from memory.tree.swap import should_arm, swap_reason
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTask:
+    node: Node
+    task: CompactTask
+    # Every built line of the row before the task's input, oldest first, up to the first
+    # unbuilt one (no placeholder reaches the model). The call's context is a run of these:
+    # memory/compaction/call_plan.py picks one context per call that holds only lines before every
+    # task's input.
+    before: tuple[str, ...]
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+@dataclass(slots=True)
+class Plan:
+    version: int
+    tasks: list[PlannedTask] = field(default_factory=list)
+    waiting: bool = False  # work remains that is in flight or waiting to be retried
+    swapped: bool = False
+    forced: bool = False
+    batched: bool = False  # a batch merge finished in this plan (the row went down to VIEW_LOW)
+    free_built: int = 0
+
+
+class NodeCache:
+    """Built nodes of one chat seen by this process. Nodes are immutable until an erasure,
+    which bumps the row version; the cache is dropped on any version change."""
+
+    def __init__(self, chat_id: int, tz: str) -> None:
+        self.chat_id, self.tz, self.version = chat_id, tz, -1
+        self.records: dict[Node, NodeRecord] = {}
+        self.unbuilt: set[Node] = set()
+        self._bytes: dict[Node, int] = {}
+
+    def reset(self, version: int) -> None:
+        if version != self.version:
+            self.version = version
+            self.records.clear()
+            self._bytes.clear()
+        self.unbuilt.clear()
+
+    async def load(self, session: AsyncSession, nodes: Iterable[Node]) -> None:
+        wanted = {n for n in nodes if n not in self.records and n not in self.unbuilt}
+        if not wanted:
+            return
+        found = await fetch(session, self.chat_id, wanted)
+        self.records.update(found)
+        self.unbuilt.update(wanted - found.keys())
+
+    def add(self, record: NodeRecord) -> None:
+        self.records[record.node] = record
+        self.unbuilt.discard(record.node)
+
+    def get(self, node: Node) -> NodeRecord | None:
+        return self.records.get(node)
+
+    def line_bytes(self, node: Node) -> int | None:
+        record = self.records.get(node)
+        if record is None:
+            return None
+        size = self._bytes.get(node)
+        if size is None:
+            size = self._bytes[node] = row_line_bytes(record.info(), self.tz)
+        return size
+
+
+def _parts(value: list[list[int]] | None) -> list[Node]:
+    return [(int(level), int(index)) for level, index in (value or [])]
+
+
+def _json(parts: Sequence[Node]) -> list[list[int]]:
+    return [[level, index] for level, index in parts]
+
+
+async def keep_boundary(session: AsyncSession, chat_id: int, first: int, total: int, keep: int) -> int:
+    """The first message of the newest stretch that fits in ``keep`` bytes (at least one
+    message stays raw, so the model always sees the newest words whole)."""
+    found = await session.scalar(
+        text("""
+        SELECT min(idx) FROM (
+            SELECT idx, sum(line_bytes) OVER (ORDER BY idx DESC) AS suffix
+            FROM messages WHERE chat_id = :chat_id AND idx >= :first
+        ) s WHERE suffix <= :keep
+    """),
+        {"chat_id": chat_id, "first": first, "keep": keep},
+    )
+    return min(int(found) if found is not None else total, total - 1)
+
+
+class ChatPlanner:
+    def __init__(
+        self,
+        session: AsyncSession,
+        config: MemoryConfig,
+        cache: NodeCache,
+        busy: set[Node],
+        blocked: set[Node],
+    ) -> None:
+        self.s, self.cfg, self.cache = session, config, cache
+        self.chat_id = cache.chat_id
+        self.busy, self.blocked = busy, blocked
+        self.window = config.jobs * config.tasks_per_call
+        self.writes: list[NodeWrite] = []
+
+    # --- free nodes and tasks
+    def _skip(self, node: Node) -> bool:
+        return node in self.busy or node in self.blocked
+
+    async def _flush(self) -> int:
+        built = await insert_nodes(self.s, self.chat_id, self.writes)
+        for w in self.writes:
+            self.cache.add(NodeRecord(w.node, w.text, w.first_at, w.last_at, w.by_model))
+        self.writes = []
+        return built
+
+    def _context(self, row: Sequence[Node], node: Node) -> tuple[str, ...]:
+        """The row's lines wholly before ``node``'s first message (by coverage, not by a
+        position: a merge whose children are not row parts yet has no position in the row)."""
+        first = start(node)
+        lines = []
+        for part in row:
+            if end(part) > first:
+                break
+            record = self.cache.get(part)
+            if record is None:
+                break  # stop at the first unbuilt line: no placeholder reaches the model
+            if record.text:
+                lines.append(bare_text(record.text))
+        return tuple(lines)
+
+    async def leaves(self, row: list[Node], nodes: list[Node], plan: Plan) -> None:
+        """Build the unbuilt leaves ``nodes`` (in order): free ones now, the rest as tasks."""
+        if not nodes:
+            return
+        first, last = nodes[0][1], nodes[-1][1]
+        messages: dict[int, Message] = {}
+        for chunk_start in range(first, last + 1, 2000):
+            for msg in await read_range(self.s, self.chat_id, chunk_start, min(last + 1, chunk_start + 2000)):
+                messages[msg.idx] = msg
+        for node in nodes:
+            m = messages.get(node[1])
+            if m is None:
+                continue
+            line = free_leaf(m.author_name, m.text, self.cfg.node_bytes)
+            if line is not None:
+                self.writes.append(NodeWrite(node, line, m.created_at, m.created_at, by_model=False))
+                plan.free_built += 1
+            elif self._skip(node):
+                plan.waiting = True
+            elif len(plan.tasks) < self.window:
+                task = CompactTask("compress", 0, node[1], author=m.author_name or "", text=m.text or "")
+                plan.tasks.append(
+                    PlannedTask(
+                        node, task, self._context(row, node), m.created_at, m.created_at
+                    )
+                )
+            else:
+                plan.waiting = True
+        await self._flush()
+
+    def merge(self, row: list[Node], node: Node, plan: Plan, context_row: list[Node] | None = None) -> bool:
+        """Build parent ``node`` (of row parts or of nodes under them); True if it was free."""
+        left, right = (self.cache.get(child) for child in children(node))
+        if left is None or right is None:
+            return False
+        line = free_merge(left.text, right.text, self.cfg.node_bytes)
+        if line is not None:
+            self.writes.append(NodeWrite(node, line, left.first_at, right.last_at, by_model=False))
+            plan.free_built += 1
+            return True
+        if self._skip(node):
+            plan.waiting = True
+        elif len(plan.tasks) < self.window and all(t.node != node for t in plan.tasks):
+            task = CompactTask("merge", node[0], node[1], left=left.text, right=right.text)
+            before = self._context(context_row or row, node)
+            plan.tasks.append(PlannedTask(node, task, before, left.first_at, right.last_at))
+        else:
+            plan.waiting = True
+        return False
+
+    # --- the staged row
+    def _size_or_free(self, node: Node, plan: Plan) -> int | None:
+        """Line bytes of ``node`` for the batch plan; a parent known to be unbuilt whose
+        children fit together is built free on the spot, so a batch never stops for it."""
+        size = self.cache.line_bytes(node)
+        if size is not None or node[0] == 0 or node not in self.cache.unbuilt:
+            return size
+        left, right = (self.cache.get(child) for child in children(node))
+        if left is None or right is None:
+            return None
+        line = free_merge(left.text, right.text, self.cfg.node_bytes)
+        if line is None:
+            return None
+        self.writes.append(NodeWrite(node, line, left.first_at, right.last_at, by_model=False))
+        self.cache.add(NodeRecord(node, line, left.first_at, right.last_at, False))
+        plan.free_built += 1
+        return self.cache.line_bytes(node)
+
+    async def batch(
+        self, row: list[Node], boundary: int, target: int, plan: Plan, armed: list[Node]
+    ) -> tuple[list[Node], bool]:
+        """Run the batch as far as built parents allow; returns the row and whether it ended.
+        Merges take their lines before from ``armed`` (the row as armed: shown, then new leaves),
+        which holds until the swap, so all passes share one cached context (memory/compaction/call_plan.py).
+
+        Parents the cache has not seen are looked up and the plan is run again; the order of
+        merges depends only on the row, so a re-run resumes exactly where it stopped.
+        """
+        await self.cache.load(
+            self.s, [parent(row[k]) for k in range(len(row) - 1) if row[k][0] == row[k + 1][0]]
+        )
+        while True:
+            result = plan_batch(
+                row,
+                boundary,
+                lambda node: self._size_or_free(node, plan),
+                target,
+                estimate=self.cfg.node_bytes + 40,
+                max_needed=self.window,
+            )
+            row = result.parts
+            if result.done or not result.needed:
+                await self._flush()
+                return row, True
+            unseen = [n for n in result.needed if n not in self.cache.unbuilt and n not in self.cache.records]
+            if unseen:
+                await self.cache.load(self.s, unseen + [k for n in unseen for k in children(n)])
+                continue
+            await self.cache.load(self.s, armed)
+            for needed in result.needed:
+                self.merge(row, needed, plan, armed)
+            await self._flush()
+            return row, False
+
+    async def repair(self, row: list[Node], plan: Plan) -> bool:
+        """Rebuild, bottom up, what an erasure or edit deleted under the row's parts; True when whole."""
+        while True:
+            await self.cache.load(self.s, row)
+            frontier = [p for p in row if self.cache.get(p) is None]
+            if not frontier:
+                return True
+            ready_leaves: list[Node] = []
+            ready_merges: list[Node] = []
+            while frontier:
+                nxt: list[Node] = []
+                kids = [k for node in frontier if node[0] > 0 for k in children(node)]
+                await self.cache.load(self.s, kids)
+                for node in frontier:
+                    if node[0] == 0:
+                        ready_leaves.append(node)
+                        continue
+                    missing = [k for k in children(node) if self.cache.get(k) is None]
+                    if missing:
+                        nxt.extend(missing)
+                    else:
+                        ready_merges.append(node)
+                frontier = nxt
+            before = plan.free_built
+            await self.leaves(row, sorted(ready_leaves), plan)
+            for node in ready_merges:
+                self.merge(row, node, plan)
+            await self._flush()
+            if plan.free_built == before:
+                return False
+
+
+_NEEDS_PASS = text("""
+    SELECT r.staged IS NOT NULL, r.staged_ready, r.needs_repair, c.last_message_at,
+           (SELECT coalesce(sum(m.line_bytes), 0) FROM messages m
+             WHERE m.chat_id = r.chat_id AND m.idx >= r.boundary) AS tail
+    FROM memory_rows r JOIN chats c ON c.id = r.chat_id
+    WHERE r.chat_id = :chat_id
+""")
+
+
+async def needs_pass(session: AsyncSession, config: MemoryConfig, chat_id: int, now: datetime) -> bool:
+    """One cheap read that tells whether :func:`plan_chat` has anything to do: most
+    messages only lengthen the raw tail, and most ticks find a staged row still waiting
+    for quiet."""
+    row = (await session.execute(_NEEDS_PASS, {"chat_id": chat_id})).one_or_none()
+    if row is None:
+        return False
+    staged, ready, repair, last_at, tail = row
+    if repair:
+        return True
+    if not staged:
+        return should_arm(int(tail), config)
+    if not ready:
+        return True
+    return swap_reason(last_at, now, int(tail), config) is not None
+
+
+async def plan_chat(
+    session: AsyncSession,
+    config: MemoryConfig,
+    cache: NodeCache,
+    now: datetime,
+    *,
+    busy: set[Node],
+    blocked: set[Node],
+    force_swap: bool = False,
+) -> Plan:
+    chat_id = cache.chat_id
+    state = (
+        await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id).with_for_update())
+    ).scalar_one()
+    chat = (await session.execute(select(Chat).where(Chat.id == chat_id))).scalar_one()
+    cache.reset(state.version)
+    planner = ChatPlanner(session, config, cache, busy, blocked)
+    plan = Plan(version=state.version)
+    total = chat.next_index
+
+    for _round in range(3):  # arm, build, swap; a swap may leave enough tail to arm again
+        shown = _parts(state.shown)
+        if state.needs_repair:
+            whole = await planner.repair(shown, plan)
+            if state.staged is not None:
+                whole = await planner.repair(_parts(state.staged), plan) and whole
+            state.needs_repair = not whole
+        if state.staged is None:
+            tail = await range_bytes(session, chat_id, state.boundary)
+            if not should_arm(tail, config):
+                break
+            keep_from = await keep_boundary(session, chat_id, state.boundary, total, config.tail_keep)
+            if keep_from <= state.boundary:
+                break
+            state.staged = _json(shown + [(0, i) for i in range(state.boundary, keep_from)])
+            state.staged_boundary, state.batch_target, state.staged_ready = keep_from, None, False
+        staged, staged_end = _parts(state.staged), int(state.staged_boundary or 0)
+        if not state.staged_ready:
+            await cache.load(session, staged)
+            unbuilt = [p for p in staged if cache.get(p) is None]
+            if unbuilt and all(p[0] == 0 for p in unbuilt):
+                await planner.leaves(staged, unbuilt, plan)
+                unbuilt = [p for p in staged if cache.get(p) is None]
+            if not unbuilt:
+                size = sum(cache.line_bytes(p) or 0 for p in staged)
+                if state.batch_target is None and size > config.view_high:
+                    state.batch_target = config.view_low
+                if state.batch_target is not None:
+                    armed = shown + [(0, i) for i in range(int(state.boundary), staged_end)]
+                    staged, ended = await planner.batch(staged, staged_end, state.batch_target, plan, armed)
+                    state.staged = _json(staged)
+                    if ended:
+                        state.batch_target = None
+                        plan.batched = True
+                state.staged_ready = state.batch_target is None and not state.needs_repair
+        if not state.staged_ready:
+            break
+        tail = await range_bytes(session, chat_id, state.boundary)
+        reason = swap_reason(chat.last_message_at, now, tail, config)
+        forced = reason == "forced"
+        if reason is None and not force_swap:
+            break
+        check_tiling(staged, staged_end)
+        state.shown, state.boundary = _json(staged), staged_end
+        state.staged = state.staged_boundary = None
+        state.staged_ready = False
+        state.version += 1
+        state.swaps += 1
+        state.forced_swaps += int(forced and not force_swap)
+        state.last_swap_at = now
+        plan.swapped, plan.forced = True, plan.forced or forced
+        plan.version = state.version
+        cache.reset(state.version)
+    state.updated_at = now
+    return plan
