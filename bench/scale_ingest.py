@@ -34,8 +34,8 @@ async def ingest_through_bot(
 
     from bot.app import build_services
     from bot.client import EvaBot
-    from bot.database_runtime import Database
-    from bot.ingest import Append, Ingest
+    from bot.database import Database
+    from bot.gateway.ingest import Append, Ingest
     from bot.settings import Settings
 
     secret = SecretStr("bench")  # nothing here calls Discord or Anthropic
@@ -43,7 +43,7 @@ async def ingest_through_bot(
     services = build_services(
         settings, Database(engine=database.engine, sessions=database.sessions, embedded=None)
     )
-    bot = EvaBot(services, extensions=("bot.cogs.ingest",))
+    bot = EvaBot(services, extensions=("bot.gateway.cog",))
     # SimCord's READY lists no guilds, and a guild missing from READY is forgotten like one that
     # removed the bot while it was away: the benchmark's chats stand outside any guild while the
     # bot runs, and get their guild back afterwards (the erasure figure erases by guild).

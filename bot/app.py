@@ -20,7 +20,7 @@ import structlog
 import yarl
 
 import memory
-from bot.database_runtime import keep_embedded_running
+from bot.database import keep_embedded_running
 from bot.errors import CliError
 from bot.scheduler import CompactionScheduler
 from bot.services import Services

@@ -14,14 +14,20 @@ import discord
 import structlog
 from discord.ext import commands
 
+from bot.commands.tree import EvaCommandTree
 from bot.services import Services
-from bot.tree import EvaCommandTree
 
 log = structlog.get_logger(__name__)
 
 # Loaded in this order by setup_hook; unloaded in reverse by close(). Ingest comes first so
 # that every message is queued for the log before any other cog sees it.
-EXTENSIONS = ("bot.cogs.ingest", "bot.cogs.reply", "bot.cogs.people", "bot.cogs.admin", "bot.cogs.settings")
+EXTENSIONS = (
+    "bot.gateway.cog",
+    "bot.reply.cog",
+    "bot.commands.people",
+    "bot.commands.admin",
+    "bot.commands.settings",
+)
 
 DEFAULT_GUILD_READY_TIMEOUT = 2.0  # discord.py's default wait for the guilds after READY
 

@@ -11,8 +11,8 @@ from bot.settings import Settings
 from memory import Clock, MemoryEngine, PriceTable
 
 if TYPE_CHECKING:
-    from bot.ingest import Ingest
-    from bot.reconcile import Reconciler
+    from bot.gateway.ingest import Ingest
+    from bot.gateway.reconcile import Reconciler
     from bot.scheduler import CompactionScheduler
 
 
@@ -24,7 +24,7 @@ class Services:
     prices: PriceTable
     clock: Clock
     scheduler: CompactionScheduler | None = None
-    # Set while the ingest cog is loaded (bot/cogs/ingest.py setup, cleared at teardown).
+    # Set while the ingest cog is loaded (bot/gateway/cog.py setup, cleared at teardown).
     ingest: Ingest | None = None
     reconciler: Reconciler | None = None
 

@@ -29,7 +29,7 @@ _MEMORY_SETTINGS = {"quiet_seconds": "quiet", "retry_seconds": "retry"} | {
 }
 
 
-ENV_FILE = ".env"  # in the working folder; read whole by pydantic-settings (size: bot/cli.py)
+ENV_FILE = ".env"  # in the working folder; read whole by pydantic-settings (size: bot/cli/main.py)
 
 
 class Settings(BaseSettings):
@@ -87,7 +87,7 @@ class Settings(BaseSettings):
     health_file: Path | None = None  # unset: no heartbeat; the Docker image sets one under /tmp
     health_interval: float = 15.0  # seconds between heartbeats; `eva health` allows 4 missed
 
-    # --- reconciliation with Discord (bot/reconcile.py)
+    # --- reconciliation with Discord (bot/gateway/reconcile.py)
     reconcile_recent: float = 86_400.0  # after a reconnect: the day before the outage, and since
     reconcile_period: float = 2_592_000.0  # the background walk covers each chat's history every 30 days
     reconcile_tick: float = 60.0  # seconds between the walk's looks for due pages

@@ -1,4 +1,4 @@
-"""Which numbers count as Discord ids: the one rule `eva forget --user` (bot/cli_args.py), the
+"""Which numbers count as Discord ids: the one rule `eva forget --user` (bot/cli/args.py), the
 export readers (memory/imports/dce.py) and the author map (memory/imports/author_map.py) share, so that
 every id an import stores is one an erasure can name.
 

@@ -97,7 +97,7 @@ class EngineBooks:
         async with self.sessions() as s:
             return list((await s.scalars(query)).all())
 
-    # --- the reconcile cursors (bot/reconcile.py compares the log with Discord)
+    # --- the reconcile cursors (bot/gateway/reconcile.py compares the log with Discord)
     async def logged_after(self, chat_id: int, after: int, until: int | None) -> list[LoggedMessage]:
         async with self.sessions() as s:
             return await reconcile.logged_after(s, chat_id, after, until)

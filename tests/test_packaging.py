@@ -117,7 +117,7 @@ def test_wheel_declares_the_eva_command(wheel: Path) -> None:
         (entry_points,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
         parser = configparser.ConfigParser()
         parser.read_string(archive.read(entry_points).decode())
-    assert parser["console_scripts"]["eva"] == "bot.cli:main"
+    assert parser["console_scripts"]["eva"] == "bot.cli.main:main"
 
 
 def test_eva_migrate_works_from_the_unpacked_wheel_outside_the_repo(wheel: Path, tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_eva_migrate_works_from_the_unpacked_wheel_outside_the_repo(wheel: Path,
     env = {k: v for k, v in os.environ.items() if k.upper() not in SETTING_NAMES}
     env.update(PYTHONPATH=str(site), DATA_DIR=str(tmp_path / "data"))
     code = (
-        "import sys, migrations; from bot.cli import main; print(migrations.__file__); "
+        "import sys, migrations; from bot.cli.main import main; print(migrations.__file__); "
         "sys.exit(main(['migrate']))"
     )
     done = subprocess.run(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from discord import app_commands
 
-from bot.cli_discord import COMMAND_EXTENSIONS, command_bot
+from bot.cli.sync_commands import COMMAND_EXTENSIONS, command_bot
 
 REPO = Path(__file__).resolve().parent.parent
 

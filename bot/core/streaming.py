@@ -32,7 +32,7 @@ async def stream_message(
 ) -> Message:
     """``client.messages.stream(**request)``, its final message, every failure as ClaudeError.
 
-    Listeners run between events and must not raise (bot/live_reply.py swallows Discord's
+    Listeners run between events and must not raise (bot/reply/live.py swallows Discord's
     errors): anything they raise would be taken for a failed call.
     """
     try:

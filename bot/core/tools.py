@@ -2,8 +2,8 @@
 
 One implementation with the slash commands: zoom and recall are ``MemoryEngine.zoom`` and
 ``MemoryEngine.recall`` (the commands call the same methods), and forget-me shows the asker the
-confirmation button through ``ToolContext.ask_forget`` (the Discord side, bot/forget_button.py,
-posts the same :class:`~bot.ui.ConfirmView` the /forget-me command uses). Every result is
+confirmation button through ``ToolContext.ask_forget`` (the Discord side, bot/commands/forget_button.py,
+posts the same :class:`~bot.commands.ui.ConfirmView` the /forget-me command uses). Every result is
 capped at TOOL_RESULT_BYTES with a note saying how to see the rest; bad arguments come back as
 the engine's one-sentence BadRequest, flagged ``is_error``.
 
@@ -74,7 +74,7 @@ TOOLS: list[dict[str, Any]] = [
 
 TOOL_NAMES = frozenset(tool["name"] for tool in TOOLS)
 MEMORY_TOOLS = frozenset({"zoom", "recall"})  # the tools that read the chat's memory
-# A turn for someone who may not read the chat's history (bot/reply_access.py) offers only
+# A turn for someone who may not read the chat's history (bot/reply/access.py) offers only
 # forget_me, and refuses the others even if the model calls them anyway.
 TOOLS_WITHOUT_MEMORY: list[dict[str, Any]] = [tool for tool in TOOLS if tool["name"] not in MEMORY_TOOLS]
 FORGET_ASKED = (
@@ -116,7 +116,7 @@ class ToolContext:
     asker_id: int
     asker_name: str
     result_bytes: int
-    # Shows the asker the confirmation button (bot/forget_button.py: post_forget_confirmation).
+    # Shows the asker the confirmation button (bot/commands/forget_button.py: post_forget_confirmation).
     ask_forget: Callable[[], Awaitable[None]]
     forget_asked: bool = False
     reads_memory: bool = True  # False: the asker may not read this chat's history

@@ -20,7 +20,7 @@ prefix no later turn can ever read. The end mark lets step k+1 of the tool loop 
 step k. The row and tail texts come from memory/tree/render.py, where chat text is already
 neutralized: a message cannot close ``</memory>`` or ``</tail>`` and pose as instructions.
 
-The files (bot/attachments.py) sit with the per-turn note, after the last tail mark: they are
+The files (bot/reply/attachments.py) sit with the per-turn note, after the last tail mark: they are
 sent with this turn only, so they must not end up inside a prefix a later turn reads.
 
 Request building is pure (``build_request``); :func:`run_turn` does the I/O.
@@ -42,7 +42,7 @@ from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes
 from bot.core.sentences import end_at_sentence
 from bot.core.streaming import stream_message
 from bot.core.tools import ToolResult
-from bot.limits import STEP_LIMIT_NOTE
+from bot.reply.limits import STEP_LIMIT_NOTE
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
 from memory.compaction.prompts import neutralize_frames
 from memory.pricing import Usage
@@ -62,7 +62,7 @@ CONTINUE_NOTE = (
     "(Your reply was cut off by the length limit. Continue it exactly where it stopped, without "
     "repeating anything, and bring it to an end soon.)"
 )
-# A turn for someone who may not read this chat's history (bot/reply_access.py).
+# A turn for someone who may not read this chat's history (bot/reply/access.py).
 WITHOUT_MEMORY_NOTE = (
     "{name} cannot read this channel's message history, so your memory of this chat is left out "
     "for them: no memory lines, no tail, no zoom or recall. Answer only from what they wrote "
@@ -267,7 +267,7 @@ def assistant_step(message: Message) -> dict[str, Any]:
 
 
 class TurnProgress(Protocol):
-    """What a streamed turn reports while it runs (bot/live_reply.py shows it)."""
+    """What a streamed turn reports while it runs (bot/reply/live.py shows it)."""
 
     async def text(self, so_far: str) -> None: ...
 

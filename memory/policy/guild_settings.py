@@ -133,7 +133,7 @@ class GuildSettingsStore:
 
     async def replies_today(self, chat_id: int, now: datetime, timezone: str) -> int:
         """Reply turns in one chat since midnight (a turn's ledger rows share one created_at,
-        see bot/limits.py)."""
+        see bot/reply/limits.py)."""
         async with self.sessions() as s:
             count = await s.scalar(
                 select(func.count(distinct(UsageEntry.created_at))).where(

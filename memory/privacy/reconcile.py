@@ -1,7 +1,7 @@
 """The log's side of reconciliation with the platform the chat lives on (docs/design.md,
 reliability): which logged messages a page of history should be compared with, and the
 per-chat cursor of the slow background walk. Plain ids and times only; the bot decides
-what a page says (bot/reconcile.py).
+what a page says (bot/gateway/reconcile.py).
 
 A logged message is compared by a digest of its text, not by its edit time: the log
 stores the time an edit was *seen*, and an embed title can change without an edit time.

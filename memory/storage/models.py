@@ -208,7 +208,7 @@ class UsageEntry(Base):
 
 
 class ReconcileCursor(Base):
-    """Where the background reconciler is in a chat's history (bot/reconcile.py): it walks
+    """Where the background reconciler is in a chat's history (bot/gateway/reconcile.py): it walks
     the log oldest first, one page of Discord history at a time, and starts over every
     RECONCILE_PERIOD; the walk resumes from ``walk_after`` after a restart."""
 

@@ -21,7 +21,7 @@ import simcord
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.cli_discord import COMMAND_EXTENSIONS
+from bot.cli.sync_commands import COMMAND_EXTENSIONS
 from bot.client import EvaBot
 from bot.settings import Settings
 from memory.storage.log import NewMessage
@@ -30,7 +30,7 @@ from tests.bot.conftest import make_bot_settings
 from tests.bot.world import Friends, dated, friends, seed_channel
 from tests.fakes.anthropic_api import FakeAnthropic
 
-EXTENSIONS = ("bot.cogs.ingest", *COMMAND_EXTENSIONS)
+EXTENSIONS = ("bot.gateway.cog", *COMMAND_EXTENSIONS)
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 LONG_MESSAGE_INDEX = 5  # general's message #5 is ~2,100 characters (two pages)
 

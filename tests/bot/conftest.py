@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.app import build_services
 from bot.client import EvaBot
-from bot.database_runtime import Database
-from bot.ingest import Ingest
+from bot.database import Database
+from bot.gateway.ingest import Ingest
 from bot.services import Services
 from bot.settings import Settings
 from tests.bot.reply_world import EXTENSIONS as REPLY_EXTENSIONS
@@ -65,7 +65,7 @@ async def services(
 
 @pytest.fixture
 def eva_extensions() -> tuple[str, ...]:
-    return ("bot.cogs.ingest",)
+    return ("bot.gateway.cog",)
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.client import EvaBot
-from bot.ingest import Ingest
-from bot.reconcile import Reconciler
+from bot.gateway.ingest import Ingest
+from bot.gateway.reconcile import Reconciler
 from bot.services import Services
 from memory.storage.models import Chat, Message
 from tests.eva_process import eventually as poll
@@ -65,7 +65,7 @@ class Running:
 
 
 async def start_bot(services: Services) -> Running:
-    bot = EvaBot(services, extensions=("bot.cogs.ingest",), guild_ready_timeout=0.05)
+    bot = EvaBot(services, extensions=("bot.gateway.cog",), guild_ready_timeout=0.05)
     runner = asyncio.create_task(bot.start("test-token"))
     running = Running(bot, runner)
 

@@ -35,7 +35,7 @@ SEEDED = 300
 FLAMINGO_INDEX = 37
 LONG_INDEX = 50
 LONG_TEXT = " ".join(f"w{n:04d}" for n in range(500))  # 2,999 characters
-EXTENSIONS = ("bot.cogs.ingest", "bot.cogs.reply")
+EXTENSIONS = ("bot.gateway.cog", "bot.reply.cog")
 # Small sizes: 300 messages make a row of 16 lines (the defaults need ~50 KB of chat).
 SMALL_MEMORY: dict[str, Any] = {
     "node_bytes": 200,

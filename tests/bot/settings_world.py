@@ -20,7 +20,7 @@ from tests.bot.reply_world import World, seed
 from tests.bot.world import friends
 from tests.fakes.anthropic_api import FakeAnthropic
 
-EXTENSIONS = ("bot.cogs.ingest", "bot.cogs.reply", "bot.cogs.people", "bot.cogs.admin", "bot.cogs.settings")
+EXTENSIONS = ("bot.gateway.cog", "bot.reply.cog", "bot.commands.people", "bot.commands.admin", "bot.commands.settings")
 
 
 @dataclass

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.app import build_services
 from bot.client import EvaBot
-from bot.database_runtime import Database
+from bot.database import Database
 from bot.services import Services
 from bot.settings import Settings
 from memory.storage import migrate
@@ -29,7 +29,7 @@ from memory.storage.embedded import EmbeddedPostgres
 from memory.storage.models import Message
 from tests.bot.conftest import Room, declared_retry_wait, ingest_of
 
-INGEST_ONLY = ("bot.cogs.ingest",)
+INGEST_ONLY = ("bot.gateway.cog",)
 
 
 class DiscordHistory:

@@ -9,9 +9,9 @@ import simcord
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.limits import SOMETHING_BROKE_NOTE
-from bot.reply_gate import BUDGET_PAUSED_NOTE
-from bot.tree import NEED_MANAGE_SERVER
+from bot.commands.tree import NEED_MANAGE_SERVER
+from bot.reply.gate import BUDGET_PAUSED_NOTE
+from bot.reply.limits import SOMETHING_BROKE_NOTE
 from memory.errors import UserFacingError
 from memory.policy.guild_settings import GuildSettingsStore
 from memory.storage.models import Chat, GuildSettings, UsageEntry

@@ -1,5 +1,5 @@
 """A DM memory is found by its channel and its person, not by what they still have there
-(bot/chats.py, memory/engine.py): after they deleted their own DM message, /forget-me still
+(bot/gateway/chats.py, memory/engine.py): after they deleted their own DM message, /forget-me still
 erases the bot's reply that quoted it, and nothing of them is left in any table. A person
 who opted out of DM memory gets no chat row at all when they write again."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.forget import forget_person
+from bot.commands.forget import forget_person
 from bot.services import Services
 from memory.storage.models import Chat
 from tests.bot.reconcile_world import eventually, fake, row_of, running

@@ -1,4 +1,4 @@
-"""One ordering rule for erasure against everything that writes (bot/erasure_order.py): a
+"""One ordering rule for erasure against everything that writes (bot/gateway/erasure_order.py): a
 message created on Discord before /forget-me (of its author) or /memory wipe (of its chat) is
 never logged after the erasure commits, whether it waited in the queue from a (re)connection's
 READY, was being fetched by the backfill, or is fetched by the backfill after a restart; the
@@ -21,11 +21,11 @@ import simcord
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.cli_discord import COMMAND_EXTENSIONS
-from bot.erasure_order import MARGIN_MS
-from bot.forget import forget_person
-from bot.ingest import Ingest
-from bot.ui import FAILED
+from bot.cli.sync_commands import COMMAND_EXTENSIONS
+from bot.commands.forget import forget_person
+from bot.commands.ui import FAILED
+from bot.gateway.erasure_order import MARGIN_MS
+from bot.gateway.ingest import Ingest
 from memory.storage.models import Chat, Message
 from tests.bot.test_backfill import DiscordHistory, history
 from tests.bot.world import Friends, friends, make_bot
@@ -33,7 +33,7 @@ from tests.hardening.support import leaked, table_dump
 
 __all__ = ["history"]  # the fixture
 
-EXTENSIONS = ("bot.cogs.ingest", *COMMAND_EXTENSIONS)
+EXTENSIONS = ("bot.gateway.cog", *COMMAND_EXTENSIONS)
 AFTER_THE_MARGIN = 2 * MARGIN_MS / 1000  # seconds of SimCord's clock: surely after an erasure
 Sessions = async_sessionmaker[AsyncSession]
 ASKED = "This erases every message you wrote"  # the confirmation's question, before the press

@@ -1,4 +1,4 @@
-"""The fence rules of bot/erasure_order.py, without Discord or a database: whose messages an
+"""The fence rules of bot/gateway/erasure_order.py, without Discord or a database: whose messages an
 erasure refuses, which people a message may not name, how long a fence stays, and the
 erasure's moment on Discord's clock."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bot.erasure_order import MARGIN_MS, Fence, Fences, snowflake_after
+from bot.gateway.erasure_order import MARGIN_MS, Fence, Fences, snowflake_after
 
 SHIFT = 22  # a snowflake's milliseconds sit above its low 22 bits (Discord's documentation)
 BOT, ALICE, BOB = 1, 2, 3

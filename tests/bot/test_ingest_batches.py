@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-import bot.ingest
-from bot.ingest import Ingest
+import bot.gateway.ingest
+from bot.gateway.ingest import Ingest
 from bot.services import Services
 from memory.storage.models import Chat, Message
 from tests.bot.conftest import Room, ingest_of

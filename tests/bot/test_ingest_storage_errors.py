@@ -3,7 +3,7 @@ statement, a lock timeout, a deadlock, a serialization failure, a full disk, the
 memory, a lost connection) is tried again with backoff until it is written, once, in order; a
 channel whose writes keep failing for five minutes makes way for a backfill from its last
 logged message; only a message that can never be stored is skipped, alone, with a log line
-of ids (bot/ingest.py, memory.storage.database.storage_error).
+of ids (bot/gateway/ingest.py, memory.storage.database.storage_error).
 
 Each failure happens at the ingest's own write (its first statement, the chat row's lock),
 through the real discord.py on SimCord and the real PostgreSQL: a real statement timeout,
@@ -26,8 +26,8 @@ from sqlalchemy import event, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 from structlog.testing import capture_logs
 
-from bot.ingest import Ingest
-from bot.ingest_queue import Backfill
+from bot.gateway.ingest import Ingest
+from bot.gateway.ops import Backfill
 from bot.services import Services
 from memory.storage.models import Chat, Message
 from tests.bot.conftest import Room, ingest_of

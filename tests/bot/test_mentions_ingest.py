@@ -12,7 +12,7 @@ import simcord
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.forget import forget_person
+from bot.commands.forget import forget_person
 from bot.services import Services
 from memory.storage.models import Message
 from tests.bot.conftest import Room, ingest_of

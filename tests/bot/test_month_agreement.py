@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import memory
-from bot.limits import replies_this_month
+from bot.reply.limits import replies_this_month
 from memory import ChatKey, MemoryConfig
 
 # 20:00 UTC on 28 February is already 05:00 on 1 March in Tokyo (UTC+9).

@@ -1,4 +1,4 @@
-"""What changes on Discord while the bot is away reaches the memory (bot/reconcile.py): a
+"""What changes on Discord while the bot is away reaches the memory (bot/gateway/reconcile.py): a
 message deleted or edited while it was stopped is erased or updated when it comes back, an
 old one by the background walk (which resumes after a restart), a guild that removed it is
 forgotten at READY (its opt-outs kept), a guild in an outage is not."""
@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.commands.status import memory_status
 from bot.services import Services
-from bot.status import memory_status
 from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Message, OptOut, ReconcileCursor
 from tests.bot.reconcile_world import chats_of_guild, eventually, fake, first_run, row_of, running, start_bot

@@ -1,4 +1,4 @@
-"""A restart never undoes an erasure (bot/reconcile.py, memory/privacy/erase.py edit_message): bob wrote
+"""A restart never undoes an erasure (bot/gateway/reconcile.py, memory/privacy/erase.py edit_message): bob wrote
 ``hey <@alice> bring the tent``, alice ran /forget-me (no opt-out) and the log shows
 ``hey @unknown-user ...``. Discord still shows bob's ``<@alice>``; the reconnect window after the
 next start, the background walk over the old history and a live edit of bob's message all render
@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.forget import forget_person
+from bot.commands.forget import forget_person
+from bot.commands.status import memory_status
 from bot.services import Services
-from bot.status import memory_status
 from memory.storage.log import ChatKey, NewMessage
 from tests.bot.reconcile_world import eventually, fake, row_of, running, start_bot
 from tests.fakes.discord_api import FakeDiscord

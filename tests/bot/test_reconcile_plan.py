@@ -1,5 +1,5 @@
 """The reconciliation plan and its pacing as pure functions, without a database or Discord
-(bot/reconcile.py, memory/privacy/reconcile.py). Expected digests are computed here with hashlib
+(bot/gateway/reconcile.py, memory/privacy/reconcile.py). Expected digests are computed here with hashlib
 from the text written out by hand, not through the module under test."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import discord
 
-from bot.reconcile import SeenMessage, absent_guilds, plan_page, window_start
+from bot.gateway.reconcile import SeenMessage, absent_guilds, plan_page, window_start
 from memory.privacy.reconcile import LoggedMessage, next_due
 from memory.text.mentions import MentionNames
 

@@ -19,7 +19,7 @@ from simcord.enums import ChannelType, OverwriteType
 from sqlalchemy import select
 
 from bot.core.tools import FORGET_ASKED, TOOLS
-from bot.reply_access import WITHOUT_MEMORY_LINE
+from bot.reply.access import WITHOUT_MEMORY_LINE
 from memory.storage.models import Message
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import World, user_text

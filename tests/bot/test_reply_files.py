@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.forget import forget_person
+from bot.commands.forget import forget_person
 from memory.fakes.prompt_cache import blocks_of_request
 from memory.storage.models import Message
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world

@@ -11,12 +11,20 @@ from typing import Any
 
 import pytest
 
-from bot.attachments import FileLimits, FileSource, TurnFile, file_blocks, file_kind, read_files, sniff_image
-from bot.cooldown import CooldownGate
 from bot.core.sentences import SHOW_WITHOUT_SENTENCE, end_at_sentence, has_sentence
 from bot.core.tools import MEMORY_CLOSED, TOOLS_WITHOUT_MEMORY, ToolContext, run_tool
 from bot.core.turn import MAX_CACHE_MARKS, Trigger, TurnNote, build_request, count_cache_marks, note_text
-from bot.reply_access import plan_turns
+from bot.reply.access import plan_turns
+from bot.reply.attachments import (
+    FileLimits,
+    FileSource,
+    TurnFile,
+    file_blocks,
+    file_kind,
+    read_files,
+    sniff_image,
+)
+from bot.reply.cooldown import CooldownGate
 from memory.reading.view import PromptView
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -151,7 +159,7 @@ def test_files_sit_after_the_note_and_every_stable_mark() -> None:
     assert count_cache_marks(with_files) == count_cache_marks(plain) <= MAX_CACHE_MARKS
 
 
-# --- who a turn may read the memory for (bot/reply_access.py)
+# --- who a turn may read the memory for (bot/reply/access.py)
 
 
 def authored(author: int, k: int) -> Any:

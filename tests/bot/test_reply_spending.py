@@ -9,7 +9,7 @@ import pytest
 import simcord
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.reply_gate import DM_BUDGET_NOTE, DM_CAP_NOTE, HOST_BUDGET_NOTE
+from bot.reply.gate import DM_BUDGET_NOTE, DM_CAP_NOTE, HOST_BUDGET_NOTE
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import World, make_settings
 from tests.bot.settings_world import spend

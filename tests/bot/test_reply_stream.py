@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from bot.core.turn import CONTINUE_NOTE
-from bot.limits import CLAUDE_DOWN_NOTE, replies_this_month
-from bot.live_reply import EDIT_SECONDS, LiveReply
-from bot.splitting import split_message
+from bot.reply.limits import CLAUDE_DOWN_NOTE, replies_this_month
+from bot.reply.live import EDIT_SECONDS, LiveReply
+from bot.reply.splitting import split_message
 from memory.fakes.prompt_cache import BYTES_PER_TOKEN
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import World, user_text

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.cogs.reply import ReplyCog, defuse_mass_mentions, mentions_name
-from bot.limits import CAP_NOTE
+from bot.reply.cog import ReplyCog, defuse_mass_mentions, mentions_name
+from bot.reply.limits import CAP_NOTE
 from memory.clock import SimulatedClock
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import START, World, make_settings, user_text

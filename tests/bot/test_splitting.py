@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.splitting import CUT_NOTE, DISCORD_LIMIT, MAX_CHUNKS, split_message, units
+from bot.reply.splitting import CUT_NOTE, DISCORD_LIMIT, MAX_CHUNKS, split_message, units
 
 
 def fences_balanced(chunk: str) -> bool:

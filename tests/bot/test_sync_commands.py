@@ -15,7 +15,7 @@ import discord.gateway
 import discord.http
 import pytest
 
-from bot.cli import build_parser
+from bot.cli.main import build_parser
 from bot.client import EvaBot
 from bot.services import Services
 from bot.settings import Settings
@@ -97,7 +97,7 @@ async def test_eva_sync_commands_as_a_process_registers_globally(fake: FakeDisco
 
 
 async def test_a_refused_guild_is_one_clear_line(fake: FakeDiscord) -> None:
-    from bot.cli_discord import sync_commands
+    from bot.cli.sync_commands import sync_commands
     from bot.errors import CliError
 
     settings = fake_settings(fake)
@@ -120,7 +120,7 @@ async def test_a_normal_start_does_not_sync(fake: FakeDiscord, services: Service
     runner = asyncio.create_task(bot.start("test-token"))
     try:
         await asyncio.wait_for(ready.wait(), TIMEOUT_S)
-        assert set(bot.extensions) >= {"bot.cogs.people", "bot.cogs.admin"}
+        assert set(bot.extensions) >= {"bot.commands.people", "bot.commands.admin"}
         assert {c.name for c in bot.tree.get_commands()} == EXPECTED  # served, not registered
         assert ("GET", "/users/@me") in [(r["method"], r["path"]) for r in fake.request_log]
         assert command_puts(fake) == []

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.config import MemoryConfig
@@ -19,7 +18,6 @@ from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Message
 from tests.bot.world import TINY_MEMORY
 from tests.eva_process import (
-    REPO,
     EmbeddedFolder,
     EvaProcess,
     ProcessWorld,
@@ -46,8 +44,6 @@ async def test_eva_run_logs_answers_and_erases(
     row = await eventually(lambda: logged_message(sessions, int(hello["id"])))
     assert row.text == "hello from alice" and row.author_name == "alice"
 
-    if not (REPO / "bot" / "cogs" / "reply.py").is_file():
-        pytest.skip("bot/cogs/reply.py (the reply extension) is not there yet")
     asked = discord_fake.chat.post_user_message(ids.general, ids.alice, f"<@{ids.bot}> how are you?")
 
     async def bot_reply() -> dict[str, Any] | None:

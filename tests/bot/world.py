@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.app import build_services
 from bot.client import EvaBot
-from bot.database_runtime import Database
-from bot.ingest import Ingest
+from bot.database import Database
+from bot.gateway.ingest import Ingest
 from bot.services import Services
 from bot.settings import Settings
 from memory.clock import Clock

@@ -13,7 +13,7 @@ import discord
 import pytest
 from sqlalchemy import text
 
-from bot.doctor import Finding, intent_state, migration_finding
+from bot.cli.doctor import Finding, intent_state, migration_finding
 from memory.storage import migrate
 from memory.storage.database import create_database, drop_database, make_engine, with_database
 from tests.cli.support import eva

@@ -15,9 +15,10 @@ import pytest
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from bot import cli, cli_admin
-from bot.cli_args import chat_name, guild_or_dm, snowflake, text
-from bot.cli_errors import explain, settings_line
+from bot.cli import admin as cli_admin
+from bot.cli import main as cli
+from bot.cli.args import chat_name, guild_or_dm, snowflake, text
+from bot.cli.errors import explain, settings_line
 from bot.errors import CliError, ServiceUnreachable
 from bot.settings import Settings
 from memory.storage.database import database_location, database_reason

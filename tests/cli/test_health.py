@@ -96,7 +96,7 @@ async def test_the_running_bot_reports_gateway_and_database(workdir: Path) -> No
 
             server = postmaster_pid(pgdata)
             assert server is not None
-            # The bot starts a stopped embedded server again within 5 s (bot/database_runtime.py),
+            # The bot starts a stopped embedded server again within 5 s (bot/database.py),
             # so a plain stop would be seen for a moment only. Without PG_VERSION a start fails
             # ("not a valid data directory"): the server stays gone until the file is back. A
             # running server does not read the file again.

@@ -5,7 +5,7 @@ minute, every message posted meanwhile is logged, once, in order.
 Two ways a full disk shows, one after the other in the same run: statements fail with
 SQLSTATE 53100 (a table cannot grow) while the server stays up; then a new WAL segment cannot
 be made, the WAL writer PANICs, crash recovery cannot write WAL either and the postmaster shuts
-down: the bot starts it again once the disk has room (bot/database_runtime.py).
+down: the bot starts it again once the disk has room (bot/database.py).
 
 Needs root and a tmpfs mount (CI runs as root on the same kind of machine); skipped otherwise,
 saying why.

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.reconcile import Reconciler
+from bot.gateway.reconcile import Reconciler
 from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Message
 from tests.fakes.anthropic_api import FakeAnthropic

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from bot.cogs.people import zoom_text
+from bot.commands.people import zoom_text
 from bot.services import Services
 from bot.settings import Settings
 from memory.storage.log import storable
@@ -36,7 +36,7 @@ content = st.one_of(
 @pytest.fixture
 def eva_extensions() -> tuple[str, ...]:
     """Ingest alone (this folder's conftest loads all four): no reply to a fuzzed mention."""
-    return ("bot.cogs.ingest",)
+    return ("bot.gateway.cog",)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.cli_memory import cmd_import
+from bot.cli.memory_commands import cmd_import
 from bot.errors import CliError
 from bot.settings import Settings
 from memory.imports.readers import ImportedMessage, ImportFormatError, count_messages, read_any

@@ -15,7 +15,7 @@ from typing import Any
 import simcord
 from simcord.builders import ChannelHandle
 
-from bot.cli_memory import cmd_recall, cmd_view, cmd_zoom
+from bot.cli.memory_commands import cmd_recall, cmd_view, cmd_zoom
 from bot.settings import Settings
 from tests.fakes.anthropic_behaviours import ScriptedReply, tool_use_block
 from tests.hardening.world import World

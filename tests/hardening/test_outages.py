@@ -24,8 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.app import build_services
 from bot.client import EvaBot
-from bot.database_runtime import Database
-from bot.limits import CLAUDE_DOWN_NOTE, SOMETHING_BROKE_NOTE
+from bot.database import Database
+from bot.reply.limits import CLAUDE_DOWN_NOTE, SOMETHING_BROKE_NOTE
 from memory.clock import SimulatedClock
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
@@ -43,7 +43,7 @@ from tests.hardening.support import CapturedLogs, assert_row_consistent, until, 
 from tests.hardening.world import catch_up, tiny_settings
 
 Sessions = async_sessionmaker[AsyncSession]
-REPLY_ONLY = ("bot.cogs.ingest", "bot.cogs.reply")
+REPLY_ONLY = ("bot.gateway.cog", "bot.reply.cog")
 
 
 async def logged_in_order(sessions: Sessions, chat_id: int) -> list[int]:

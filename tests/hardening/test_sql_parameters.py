@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.cli_memory import cmd_import
+from bot.cli.memory_commands import cmd_import
 from bot.errors import CliError
 from bot.settings import Settings
 from memory.imports.readers import MAX_MESSAGE_CHARS

@@ -24,7 +24,7 @@ from tests.bot.world import TINY_MEMORY, Friends, admin_role, friends
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.hardening.support import work_left
 
-EXTENSIONS = ("bot.cogs.ingest", "bot.cogs.reply", "bot.cogs.people", "bot.cogs.admin")
+EXTENSIONS = ("bot.gateway.cog", "bot.reply.cog", "bot.commands.people", "bot.commands.admin")
 TINY_SETTINGS: dict[str, Any] = {
     **TINY_MEMORY,
     "debounce_seconds": 0.0,

@@ -84,5 +84,5 @@ async def test_a_persons_erasure_leaves_a_backfill_floor_that_the_log_then_passe
     assert floors == {here: None, thread: 10_050, elsewhere: None}
     assert await engine.backfill_start(here) == 10_060
     # A message older than the floor, from a queue, is still appended: the floor bounds a
-    # backfill only (the person's own are refused in the bot, bot/erasure_order.py).
+    # backfill only (the person's own are refused in the bot, bot/gateway/erasure_order.py).
     assert await engine.append_replies(thread, [(replace(message(40), snowflake=10_040), None)]) == [3]

@@ -7,8 +7,8 @@ import simcord
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.cogs.people import NO_MEMORY_HERE, address_choices, zoom_text
-from bot.pagination import PAGE_CHARS, paginate
+from bot.commands.pagination import PAGE_CHARS, paginate
+from bot.commands.people import NO_MEMORY_HERE, address_choices, zoom_text
 from memory.errors import BadRequest, UserFacingError
 from memory.storage.models import Message
 from tests.bot.commands_world import LONG_MESSAGE_INDEX, World, authored, causes, counts, reply_text
@@ -222,7 +222,7 @@ async def test_an_unexpected_error_is_logged_with_ids_only_and_answered_politely
 ) -> None:
     from structlog.testing import capture_logs
 
-    from bot.tree import APOLOGY
+    from bot.commands.tree import APOLOGY
 
     words = "the hidden " + "words of a message"  # built at run time: not in the source shown in tracebacks
 
@@ -257,7 +257,7 @@ async def test_an_interaction_that_is_gone_is_dropped_without_raising(world: Wor
 def test_error_sentences_by_kind() -> None:
     from discord import app_commands
 
-    from bot.tree import NEED_MANAGE_SERVER, OUT_OF_DATE, SERVER_ONLY, message_for
+    from bot.commands.tree import NEED_MANAGE_SERVER, OUT_OF_DATE, SERVER_ONLY, message_for
 
     assert message_for(BadRequest("recall needs at least one word")) == "recall needs at least one word"
     assert message_for(app_commands.MissingPermissions(["manage_guild"])) == NEED_MANAGE_SERVER

@@ -8,7 +8,7 @@ import pytest
 import simcord
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.tree import NEED_MANAGE_SERVER
+from bot.commands.tree import NEED_MANAGE_SERVER
 from memory.errors import UserFacingError
 from memory.storage.log import NewMessage
 from memory.storage.models import TreeNode

@@ -7,7 +7,7 @@ from __future__ import annotations
 import discord
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.cogs.people import NO_HISTORY_HERE
+from bot.commands.people import NO_HISTORY_HERE
 from memory.errors import UserFacingError
 from memory.storage.log import ChatKey
 from tests.bot.commands_world import World, causes, counts, message, reply_text

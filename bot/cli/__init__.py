@@ -1,0 +1,1 @@
+"""`eva` and its subcommands: what `eva X` does."""

@@ -1,0 +1,90 @@
+"""`eva run`, `eva migrate`, `eva doctor`, `eva worker`, `eva sync-commands`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from bot.database import open_database
+from bot.errors import CliError
+from bot.settings import Settings
+from bot.settings_checks import persona_problem
+from memory.storage import migrate
+
+
+def register(subs: Any, handlers: dict[str, Any]) -> None:
+    subs.add_parser("run", help="migrate the database, then run the bot")
+    subs.add_parser("migrate", help="apply database migrations")
+    subs.add_parser("doctor", help="check settings, Discord, Anthropic, the database and its migrations")
+    subs.add_parser("worker", help="run only the background compactor (no Discord connection)")
+    subs.add_parser("health", help="health check: gateway connected, database answering")
+    handlers.update(run=cmd_run, migrate=cmd_migrate, doctor=cmd_doctor, worker=cmd_worker, health=cmd_health)
+
+
+async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
+    async with open_database(settings) as db:
+        await migrate.upgrade(db.engine)
+        print(f"database at revision {await migrate.current_revision(db.engine)}")
+    return 0
+
+
+async def cmd_run(_args: argparse.Namespace, settings: Settings) -> int:
+    persona = persona_problem(settings.persona_file)
+    if persona is not None:  # before the database and Discord: nothing to undo
+        raise CliError(persona)
+    async with open_database(settings) as db:
+        await migrate.upgrade(db.engine)
+        missing = settings.missing_for_run()
+        if missing:
+            raise CliError(f"missing required settings: {', '.join(missing)} (see .env.example)")
+        from bot.app import run_bot
+
+        await run_bot(settings, db)
+    return 0
+
+
+async def cmd_worker(_args: argparse.Namespace, settings: Settings) -> int:
+    """The compactor without the gateway, for a separate process or machine (same database).
+    It does not migrate: `eva run` or `eva migrate` owns the schema."""
+    if "ANTHROPIC_API_KEY" in settings.missing_for_run():
+        raise CliError("missing required settings: ANTHROPIC_API_KEY (see .env.example)")
+    async with open_database(settings) as db:
+        problems = await _migration_problems(db.engine)
+        if problems:
+            raise CliError(problems[0])
+        from bot.app import run_worker
+
+        await run_worker(settings, db)
+    return 0
+
+
+async def _migration_problems(engine: Any) -> list[str]:
+    current, head = await migrate.current_revision(engine), migrate.head_revision()
+    if current != head:
+        return [f"migrations behind: database at {current or 'none'}, code at {head} (run `eva migrate`)"]
+    return []
+
+
+async def cmd_doctor(_args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.doctor import run_checks
+
+    findings = await run_checks(settings)
+    for finding in findings:
+        print(finding.line())
+    sys.stdout.flush()
+    return 0 if all(finding.ok for finding in findings) else 1
+
+
+async def cmd_health(_args: argparse.Namespace, settings: Settings) -> int:
+    """Silent and 0 when healthy; one line and 1 otherwise (Docker shows it in `docker inspect`)."""
+    from bot import health
+
+    if settings.health_file is None:
+        raise CliError("HEALTH_FILE is not set: `eva run` writes no heartbeat to check")
+    problem = health.verdict(health.read(settings.health_file), time.time())
+    if problem is not None:
+        print(problem)
+        return 1
+    return 0

@@ -1,0 +1,197 @@
+"""Memory subcommands: import, compact, view, zoom, recall, stats, forget.
+
+Each reads or changes one chat through the same MemoryEngine the bot uses. Bad input is
+one line on stderr and exit code 2, with nothing changed (an import is one transaction).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import memory
+from bot.cli.args import chat_name, text
+from bot.cli.costs import chat_costs, format_costs
+from bot.commands.status import format_status
+from bot.database import open_database
+from bot.errors import CliError
+from bot.settings import Settings
+from memory import ImportJob, MemoryEngine, Summarizer
+from memory.errors import ChatNotEmpty
+from memory.imports.author_map import read_author_map
+from memory.imports.readers import ImportFormatError, count_messages, open_export
+from memory.storage import migrate
+
+
+def register(subs: Any, handlers: dict[str, Any]) -> None:
+    p = subs.add_parser(
+        "import", help="import a chat log (JSONL or DiscordChatExporter JSON) into an empty chat"
+    )
+    p.add_argument("file", type=Path)
+    p.add_argument("--chat", required=True, type=chat_name, help="name of the chat to create")
+    p.add_argument(
+        "--author-ids",
+        type=Path,
+        help="JSONL only: a JSON file mapping author names to Discord user ids (for `eva forget --user`)",
+    )
+    p = subs.add_parser("compact", help="build the memory lines now and swap them in")
+    p.add_argument("--chat", required=True, type=chat_name)
+    p.add_argument("--until-idle", action="store_true", help="keep going until nothing is left to build")
+    p.add_argument("--fake-model", action="store_true", help="use the deterministic fake summarizer (no API)")
+    p = subs.add_parser("view", help="print the memory block and raw tail exactly as the model sees them")
+    p.add_argument("--chat", required=True, type=chat_name)
+    p = subs.add_parser("zoom", help="open a memory line (ID+N) into its two halves, or a message (ID+1)")
+    p.add_argument("--chat", required=True, type=chat_name)
+    p.add_argument("address", type=text)
+    p.add_argument("--page", type=int, default=1)
+    p = subs.add_parser("recall", help="search a chat's messages")
+    p.add_argument("--chat", required=True, type=chat_name)
+    p.add_argument("words", nargs="+", type=text)
+    p.add_argument("--author", type=text)
+    p.add_argument("--limit", type=int, default=5)
+    p = subs.add_parser("stats", help="messages, memory and model usage of one chat, or the list of chats")
+    p.add_argument("--chat", type=chat_name)
+    handlers.update(
+        {
+            "import": cmd_import,
+            "compact": cmd_compact,
+            "view": cmd_view,
+            "zoom": cmd_zoom,
+            "recall": cmd_recall,
+            "stats": cmd_stats,
+        }
+    )
+
+
+def _summarizer(settings: Settings, fake: bool) -> Summarizer:
+    if fake:
+        from memory.fakes.summarizer import FakeSummarizer
+
+        return FakeSummarizer(node_bytes=settings.node_bytes, tries=settings.tries)
+    if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
+        raise CliError("ANTHROPIC_API_KEY is not set (or pass --fake-model to use the offline fake)")
+    from memory.claude import make_client
+    from memory.compaction.anthropic_summarizer import AnthropicSummarizer
+
+    client = make_client(
+        settings.anthropic_api_key.get_secret_value(),
+        settings.anthropic_base_url,
+        settings.anthropic_timeout,
+        0,
+    )
+    return AnthropicSummarizer(
+        client, model=settings.compact_model, node_bytes=settings.node_bytes, tries=settings.tries
+    )
+
+
+@asynccontextmanager
+async def _engine(settings: Settings, summarizer: Summarizer | None = None) -> AsyncIterator[MemoryEngine]:
+    async with open_database(settings) as db:
+        if await migrate.current_revision(db.engine) != migrate.head_revision():
+            await migrate.upgrade(db.engine)
+        yield memory.build(db.sessions, settings.memory_config(), summarizer, prices=settings.price_table())
+
+
+async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    path: Path = args.file
+    # One stat in a one-shot CLI command, before any other work: blocking the loop is harmless.
+    if not os.path.isfile(path):  # noqa: ASYNC240
+        raise CliError(f"no such file: {path}")
+    try:
+        author_ids = getattr(args, "author_ids", None)
+        authors = read_author_map(author_ids) if author_ids else {}
+        expected = count_messages(path)
+        origin, records = open_export(path)
+    except (ImportFormatError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    async with _engine(settings) as engine:
+        try:
+            job = ImportJob(origin, records, authors)
+            result = await engine.import_export(args.chat, job, lambda done: _progress(done, expected))
+        except ChatNotEmpty as exc:
+            raise CliError(str(exc)) from None
+        except ImportFormatError as exc:
+            raise CliError(f"{exc} (nothing was imported)") from None
+        _progress(result.messages, expected, final=True)
+    print(f"imported {result.messages} messages into chat {args.chat!r}")
+    if records.repeats:
+        print(
+            f"note: {records.repeats} messages were in the file twice (the same id and the same "
+            "message) and were imported once"
+        )
+    if result.by_name:
+        print(
+            f"note: some authors of {args.chat!r} are known only by name, so `eva forget --user` cannot "
+            "reach their messages; only `eva wipe --chat` erases them (or import again with --author-ids)"
+        )
+    return 0
+
+
+def _progress(done: int, total: int, final: bool = False) -> None:
+    if not sys.stderr.isatty() and not final:
+        return
+    width = 30
+    filled = width * done // max(total, 1)
+    end = "\n" if final else ""
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
+async def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
+    summarizer = _summarizer(settings, args.fake_model)
+    async with _engine(settings, summarizer) as engine:
+        chat = await engine.find_chat(args.chat)
+        report = await engine.compact(chat.id, until_idle=args.until_idle, force_swap=True)
+    print(
+        f"model calls {report.calls} (failed {report.failed_calls}), lines written by the model "
+        f"{report.model_nodes}, free lines {report.free_nodes}, swaps {report.swaps}"
+    )
+    return 0
+
+
+async def cmd_view(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as engine:
+        chat = await engine.find_chat(args.chat)
+        view = await engine.prompt_view(chat.id)
+    sys.stdout.write(view.render())
+    return 0
+
+
+async def cmd_zoom(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as engine:
+        chat = await engine.find_chat(args.chat)
+        print(await engine.zoom_address(chat.id, args.address, page=args.page))
+    return 0
+
+
+async def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as engine:
+        chat = await engine.find_chat(args.chat)
+        print(await engine.recall(chat.id, " ".join(args.words), author=args.author, limit=args.limit))
+    return 0
+
+
+async def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as engine:
+        if args.chat is None:
+            print(format_costs(await chat_costs(engine, settings)))
+            return 0
+        chat = await engine.find_chat(args.chat)
+        now = engine.clock.now()
+        stats = await engine.chat_stats(chat.id, now)
+        usage = await engine.usage_summary(chat.id)
+    print(format_status(chat.name, stats, now).replace("**", ""))
+    print("All time:")
+    for kind, totals in sorted(usage.by_kind.items()):
+        print(
+            f"{kind}: {totals.calls} calls, input {totals.input_tokens}, cache write "
+            f"{totals.cache_write_tokens}, cache read {totals.cache_read_tokens}, "
+            f"output {totals.output_tokens} tokens, ${totals.cost_usd:.4f}"
+        )
+    if not usage.by_kind:
+        print("no model calls yet")
+    return 0

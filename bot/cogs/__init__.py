@@ -1,1 +1,0 @@
-"""Discord extensions (cogs), loaded by the bot in `EvaBot.setup_hook`."""
