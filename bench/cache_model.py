@@ -19,12 +19,13 @@ from typing import Any
 
 from memory.clock import SimulatedClock
 from memory.compaction.anthropic_summarizer import first_turn, max_tokens_for, system_blocks
-from memory.compaction.prompts import context_block, cut_at_bytes, task_block, too_long_block
+from memory.compaction.prompts import context_block, task_block, too_long_block
 from memory.compaction.summarizer import CompactTask, StillCurrent, SummaryBatch
 from memory.fakes.prompt_cache import Block, PromptCache, blocks_of_request, estimate_tokens
 from memory.fakes.size_model import fake_compress_try, fake_merge_try, node_seed
 from memory.fakes.summarizer import FakeSummarizer
 from memory.pricing import PriceTable, Usage
+from memory.text.lines import cut_at_bytes
 
 
 def corpus_seconds(clock: SimulatedClock) -> Callable[[], float]:
