@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.compaction.summarizer import CompactTask
 from memory.config import MemoryConfig
-from memory.storage.log import range_bytes, read_range
+from memory.storage.log import keep_boundary, range_bytes, read_range
 from memory.storage.models import Chat, MemoryRow, Message
 from memory.storage.tree_nodes import NodeRecord, NodeWrite, fetch, insert_nodes
 from memory.tree.node import Node, children, end, free_leaf, free_merge, parent, start
@@ -102,21 +102,6 @@ def _parts(value: list[list[int]] | None) -> list[Node]:
 
 def _json(parts: Sequence[Node]) -> list[list[int]]:
     return [[level, index] for level, index in parts]
-
-
-async def keep_boundary(session: AsyncSession, chat_id: int, first: int, total: int, keep: int) -> int:
-    """The first message of the newest stretch that fits in ``keep`` bytes (at least one
-    message stays raw, so the model always sees the newest words whole)."""
-    found = await session.scalar(
-        text("""
-        SELECT min(idx) FROM (
-            SELECT idx, sum(line_bytes) OVER (ORDER BY idx DESC) AS suffix
-            FROM messages WHERE chat_id = :chat_id AND idx >= :first
-        ) s WHERE suffix <= :keep
-    """),
-        {"chat_id": chat_id, "first": first, "keep": keep},
-    )
-    return min(int(found) if found is not None else total, total - 1)
 
 
 class ChatPlanner:
