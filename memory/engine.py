@@ -36,6 +36,7 @@ from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Chat, GuildSettings, MemoryRow, Message, OptOut
 from memory.text import frame_tags
 from memory.text.mentions import MentionNames
+from memory.tree.node import address
 
 DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
 
@@ -356,8 +357,6 @@ class MemoryEngine(EngineBooks):
             return await reads.recall(s, chat_id, wanted, max_chars=max_chars)
 
     async def row_addresses(self, chat_id: int) -> list[str]:
-        from memory.tree.node import address
-
         async with self.sessions() as s:
             state = await s.get(MemoryRow, chat_id)
             return [address((int(a), int(b))) for a, b in (state.shown if state else [])]
