@@ -62,6 +62,9 @@ class PassReport:
 
 
 class Compactor:
+    """Builds the summary tree of each chat: plans a pass, sends the model tasks (JOBS calls at
+    once, paused while the key is rate limited), writes the lines and retries failed nodes."""
+
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],

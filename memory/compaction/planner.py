@@ -64,6 +64,9 @@ def _json(parts: Sequence[Node]) -> list[list[int]]:
 
 
 class ChatPlanner:
+    """One plan's work on one chat: builds free nodes, hands out model tasks (at most one
+    call window of them), runs the batch merge and repairs what an erasure deleted."""
+
     def __init__(
         self,
         session: AsyncSession,
