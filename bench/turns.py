@@ -45,7 +45,7 @@ from memory.storage.bulk import Sessions
 REPLY_MODEL = "claude-sonnet-5-5"
 COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")
 BLOCKED_WHAT_IF = "claude-haiku-4-5, context in 4-line blocks (what-if)"
-# What-if (bench/cache_model.py level_budget): each line asked for at most 128 x (level + 1)
+# What-if (memory/fakes/summarizer_requests.py level_budget): each line asked for at most 128 x (level + 1)
 # bytes. Only the output is cut; the tree is the one the fake built at today's sizes, so later
 # inputs and contexts are as large as today's: this understates what a budget would save.
 BUDGET_WHAT_IF = "claude-haiku-4-5, byte budget growing with the level (what-if)"
