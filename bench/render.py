@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 from bench.baselines import EVERY_TURN, QUIET_SWAP, SWAP_AT_ONCE
 from bench.cache_model import MeterFigures
+from bench.meters import REPLY_OUTPUT_TOKENS
 from bench.render_cost import cost_sections
 from bench.scale import ScaleFigures
-from bench.turns import BLOCKED_WHAT_IF, REPLY_OUTPUT_TOKENS, RunFigures
+from bench.turns import BLOCKED_WHAT_IF, RunFigures
 
 if TYPE_CHECKING:
     from bench.report import Collected

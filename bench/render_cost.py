@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bench.baselines import BEFORE, QUIET_SWAP
-from bench.turns import AUTO, HAIKU_4_5, RunFigures, headline
+from bench.meters import AUTO, DEFAULT_COMPACT_MODEL
+from bench.turns import HAIKU_4_5, RunFigures, headline
 
 if TYPE_CHECKING:
     from bench.report import Collected
-
-DEFAULT_COMPACT_MODEL = "claude-haiku-5-5"  # bot/settings.py COMPACT_MODEL's default
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:

@@ -36,10 +36,11 @@ from bench.baselines import (
     before_config,
     swap_policies,
 )
+from bench.logs import configure_logging
+from bench.meters import AUTO
 from bench.render import render
 from bench.scale import ScaleFigures, ScaleSpec, measure_scale
-from bench.turns import AUTO, RunFigures, RunSpec, measure_run
-from bot.log_setup import configure_logging
+from bench.turns import RunFigures, RunSpec, measure_run
 from memory.config import MemoryConfig
 from memory.storage.bulk import create_run_database
 from memory.storage.database import drop_database
@@ -113,7 +114,7 @@ async def run_replay(spec: RunSpec, admin_url: str) -> RunFigures:
     if multiprocessing.parent_process() is not None:
         # A worker process of a parallel report: quiet logs there. In-process (tests, one
         # worker) the caller's logging stays as it was.
-        configure_logging("console", "WARNING")
+        configure_logging()
     name = f"eva_bench_{os.getpid()}_{int(time.time() * 1000)}"
     url = await create_run_database(admin_url, name, commit_flush=False)
     try:
@@ -210,7 +211,7 @@ async def main_async(args: argparse.Namespace) -> Collected:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging("console", "WARNING")
+    configure_logging()
     if not (args.data / MAIN_CORPUS).is_file():
         print(f"no corpus at {args.data / MAIN_CORPUS}", file=sys.stderr)
         return 2

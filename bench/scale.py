@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.meters import REPLY_MAX_TOKENS, REPLY_MODEL, reply_system_prompt
 from bench.scale_tree import ERASED_PERSON, TreeSimulation, generate
-from bench.turns import REPLY_MAX_TOKENS, REPLY_MODEL
 from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
 from memory.imports.readers import ImportedMessage, message_text, read_any
@@ -162,13 +162,11 @@ async def measure_reads(
     small_chat_id: int = 0,
     small_texts: Sequence[str] = (),
 ) -> dict[str, Latency]:
-    from bot.core.prompts import system_prompt
     from bot.core.tools import TOOLS
     from bot.core.turn import Trigger, TurnNote, build_request
-    from bot.settings import Settings
 
     rng = random.Random(spec.seed)
-    system = system_prompt(Settings(_env_file=None))  # type: ignore[call-arg]
+    system = reply_system_prompt()
     n = spec.samples
 
     async def prompt(_: int) -> None:

@@ -84,10 +84,10 @@ async def run(args: argparse.Namespace) -> ScaleFigures:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bot.log_setup import configure_logging
+    from bench.logs import configure_logging
 
     args = parse_args(argv)
-    configure_logging("console", "WARNING")
+    configure_logging()  # stdout carries only the figures
     if not args.corpus.is_file():
         print(f"no corpus at {args.corpus}: pass --corpus", file=sys.stderr)
         return 2
