@@ -8,17 +8,14 @@ they appear.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from bench.baselines import EVERY_TURN, QUIET_SWAP, SWAP_AT_ONCE
 from bench.cache_model import MeterFigures
+from bench.figures import Collected
 from bench.meters import REPLY_OUTPUT_TOKENS
 from bench.render_cost import cost_sections
-from bench.scale import ScaleFigures
+from bench.scale_measure import ScaleFigures
 from bench.turns import BLOCKED_WHAT_IF, RunFigures
-
-if TYPE_CHECKING:
-    from bench.report import Collected
 
 # Reference figures, typed in from their sources (labelled as such wherever they appear).
 ARTICLE_CALLS, ARTICLE_MESSAGES, ARTICLE_USD = 4_801, 52_000, 3.0  # reference/eva-memory-article.txt

@@ -1,6 +1,6 @@
-"""The million-message chat of bench/scale.py, built without a model: the messages (a corpus
+"""The million-message chat of bench/scale_measure.py, built without a model: the messages (a corpus
 repeated with fresh snowflakes and dates) and a pure simulation of the compactor on them (see
-the module docstring of bench/scale.py, steps 1 and 2)."""
+its module docstring, steps 1 and 2)."""
 
 from __future__ import annotations
 
