@@ -25,10 +25,8 @@ from bot.errors import CliError
 from bot.scheduler import CompactionScheduler
 from bot.services import Services
 from bot.settings import DISCORD_API_BASE, DISCORD_GATEWAY_URL, Settings
-from memory import Clock, Database, WallClock
+from memory import AnthropicSummarizer, Clock, Database, Summarizer, WallClock
 from memory.claude import make_client
-from memory.compaction.anthropic_summarizer import AnthropicSummarizer
-from memory.compaction.summarizer import Summarizer
 
 log = structlog.get_logger(__name__)
 

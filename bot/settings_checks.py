@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memory import url_problem
 from memory.file_limits import PERSONA_BYTES, FileTooLarge, read_limited
-from memory.storage.database import url_problem
 
 
 def database_url_problem(url: str) -> str | None:

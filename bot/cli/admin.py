@@ -11,7 +11,7 @@ from bot.database import open_database
 from bot.errors import CliError
 from bot.settings import Settings
 from bot.settings_checks import persona_problem
-from memory.storage import migrate
+from memory import migrate
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ from bot.cli.errors import explain
 from bot.database import open_database
 from bot.settings import Settings
 from bot.settings_checks import persona_problem
-from memory.storage import migrate
+from memory import migrate
 
 CHECK_SECONDS = 20.0  # per service; the probes inside are 10-15 s, so a hang still ends here
 

@@ -21,11 +21,17 @@ from bot.commands.status import format_status
 from bot.database import open_database
 from bot.errors import CliError
 from bot.settings import Settings
-from memory import ImportJob, MemoryEngine, Summarizer
+from memory import (
+    ImportFormatError,
+    ImportJob,
+    MemoryEngine,
+    Summarizer,
+    count_messages,
+    migrate,
+    open_export,
+    read_author_map,
+)
 from memory.errors import ChatNotEmpty
-from memory.imports.author_map import read_author_map
-from memory.imports.readers import ImportFormatError, count_messages, open_export
-from memory.storage import migrate
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:

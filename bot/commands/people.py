@@ -18,9 +18,8 @@ from bot.commands.forget import forget_person, names_of, remember_person
 from bot.commands.pagination import send_paged
 from bot.commands.tree import ServicesCog, answer, interaction_ids
 from bot.commands.ui import ConfirmView
-from memory import MemoryEngine
+from memory import PAGE_INDENT, MemoryEngine
 from memory.errors import UserFacingError
-from memory.reading.reads import PAGE_INDENT
 
 log = structlog.get_logger(__name__)
 

@@ -61,7 +61,7 @@ from memory.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     from bot.services import Services
-    from memory.privacy.erase import ErasureReport
+    from memory import ErasureReport
 
 log = structlog.get_logger(__name__)
 

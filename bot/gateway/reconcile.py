@@ -37,8 +37,7 @@ import discord
 import structlog
 
 from bot.gateway.chats import channel_for_chat, is_dm, visible
-from memory.privacy.reconcile import PAGE, LoggedMessage, text_digest
-from memory.storage.log import storable
+from memory import RECONCILE_PAGE, LoggedMessage, storable, text_digest
 from memory.text.mentions import MentionNames, names_for_version, render_mentions, same_but_redacted
 from memory.text.records import message_text
 
@@ -175,13 +174,13 @@ async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile 
         log.info("reconcile.skipped", channel_id=q.channel_id, chat_id=op.chat_id, reason="no history access")
         return None
     try:
-        history = q.channel.history(limit=PAGE, after=discord.Object(op.after), oldest_first=True)
+        history = q.channel.history(limit=RECONCILE_PAGE, after=discord.Object(op.after), oldest_first=True)
         page = [await _seen(ingest, m) async for m in history]
     except (discord.NotFound, discord.Forbidden) as exc:
         # A deleted channel is forgotten by the backfill queued before this; no access: skip.
         log.info("reconcile.skipped", channel_id=q.channel_id, chat_id=op.chat_id, reason=type(exc).__name__)
         return None
-    full = len(page) == PAGE
+    full = len(page) == RECONCILE_PAGE
     until = max(m.snowflake for m in page) if full else None
     logged = await engine.logged_after(op.chat_id, op.after, until)
     plan = plan_page(logged, page, op.after, full=full, compare_text=ingest.bot.intents.message_content)

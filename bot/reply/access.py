@@ -34,7 +34,7 @@ from bot.core.turn import Trigger, TurnNote
 from bot.gateway.chats import is_dm, visible
 from bot.gateway.mentions import shown_text
 from bot.reply.attachments import FileSource
-from memory.reading.view import PromptView
+from memory import PromptView
 
 log = structlog.get_logger(__name__)
 
