@@ -36,6 +36,7 @@ async def ingest_through_bot(
     from bot.client import EvaBot
     from bot.database import Database
     from bot.gateway.ingest import Append, Ingest
+    from bot.gateway.running import ingest_of
     from bot.settings import Settings
 
     secret = SecretStr("bench")  # nothing here calls Discord or Anthropic
@@ -50,7 +51,7 @@ async def ingest_through_bot(
     guilds = await database.lift_guilds()
     try:
         async with simcord.run(bot) as env:
-            ingest = services.ingest
+            ingest = ingest_of(bot)
             assert isinstance(ingest, Ingest)
             guild = env.create_guild()
             channel = guild.create_text_channel("scale")

@@ -18,6 +18,7 @@ from bot.commands.forget import forget_person, names_of, remember_person
 from bot.commands.pagination import send_paged
 from bot.commands.tree import ServicesCog, answer, interaction_ids
 from bot.commands.ui import ConfirmView
+from bot.gateway.running import ingest_of
 from memory import PAGE_INDENT, MemoryEngine
 from memory.errors import UserFacingError
 
@@ -145,8 +146,9 @@ class People(ServicesCog):
 
         async def confirmed(press: discord.Interaction) -> str:  # only the asker can press
             names = names_of(press.user)
+            ingest = ingest_of(self.bot)
             return await forget_person(
-                self.services, guild_id, user_id, stop_remembering, names, asked_at=press.id
+                self.services, ingest, guild_id, user_id, stop_remembering, names, asked_at=press.id
             )
 
         view = ConfirmView(user_id, confirm_label="Erase my messages", on_confirm=confirmed)
@@ -156,9 +158,8 @@ class People(ServicesCog):
         name="remember-me", description="Let me remember your messages again after /forget-me"
     )
     async def remember_me(self, interaction: discord.Interaction) -> None:
-        said = await remember_person(
-            self.services, interaction.guild_id, interaction.user.id, asked_at=interaction.id
-        )
+        ingest, guild_id, user_id = ingest_of(self.bot), interaction.guild_id, interaction.user.id
+        said = await remember_person(self.services, ingest, guild_id, user_id, asked_at=interaction.id)
         await answer(interaction, said)
 
 

@@ -12,7 +12,6 @@ import aiohttp
 import discord
 from discord import DiscordServerError
 
-from bot.gateway.reconcile import Reconcile
 from memory.errors import DatabaseUnavailable, TransientStorageError
 
 # Waits between tries of a write that failed for a reason that goes away: 1 s, 2 s, 4 s, then
@@ -72,6 +71,15 @@ class Erase:
 class Backfill:
     chat_id: int | None = None  # None: resolve (and create) the chat from the channel
     after: int | None = None  # start here when the chat has nothing logged yet
+
+
+@dataclass(slots=True)
+class Reconcile:
+    """One page of reconciliation with Discord's history (bot/gateway/reconcile.py)."""
+
+    chat_id: int
+    after: int  # snowflake, exclusive
+    walk: bool = False  # a page of the background walk (else the window after a reconnect)
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import discord
 
-from bot.gateway.erasure_order import Fences
+from bot.gateway.fences import Fences
 from memory import MemoryEngine
 
 

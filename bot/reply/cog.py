@@ -39,6 +39,7 @@ from bot.core.prompts import system_prompt
 from bot.core.tools import TOOLS, TOOLS_WITHOUT_MEMORY, ToolContext, ToolResult, run_tool
 from bot.core.turn import Trigger, TurnNote, TurnResult, run_turn
 from bot.gateway.chats import chat_for_channel, is_dm
+from bot.gateway.running import ingest_of
 from bot.reply.access import (
     WITHOUT_MEMORY_LINE,
     TurnGroup,
@@ -305,7 +306,7 @@ class ReplyCog(commands.Cog):
     ) -> TurnResult:
         batch, engine = list(group.messages), self.services.engine
         if group.memory:
-            ingest = self.services.ingest
+            ingest = ingest_of(self.bot)
             if ingest is not None:
                 await ingest.flush(chat_id, timeout=FLUSH_TIMEOUT)
             now = self.services.clock.now()
@@ -318,7 +319,8 @@ class ReplyCog(commands.Cog):
             tools, lifetimes = TOOLS, self.turn_gaps.lifetimes(chat_id, now)
         else:  # nothing of the chat: not its row, its tail, its files, nor its indexes
             timezone, now = await self.gate.timezone_for(guild_id), self.services.clock.now()
-            view, note, sources = await turn_without_memory(self.services, chat_id, timezone, batch, now)
+            ingest = ingest_of(self.bot)
+            view, note, sources = await turn_without_memory(ingest, chat_id, timezone, batch, now)
             tools, lifetimes = TOOLS_WITHOUT_MEMORY, ALL_FIVE_MINUTES
         limits = FileLimits(
             self.settings.image_max_bytes, self.settings.image_max_count, self.settings.text_file_max_bytes
@@ -328,7 +330,7 @@ class ReplyCog(commands.Cog):
 
         async def ask_forget() -> None:
             await post_forget_confirmation(
-                self.services, asker.channel, guild_id=guild_id, asker_id=asker.author.id
+                self.services, ingest_of(self.bot), asker.channel, guild_id=guild_id, asker_id=asker.author.id
             )
 
         context = ToolContext(
@@ -361,9 +363,8 @@ class ReplyCog(commands.Cog):
 
     async def _trigger(self, chat_id: int, message: discord.Message) -> Trigger:
         # Not logged (opted out, paused, or ingest late): its words are shown in this turn's note.
-        return await shown_trigger(
-            self.services, message, await self.services.engine.index_of_snowflake(chat_id, message.id)
-        )
+        index = await self.services.engine.index_of_snowflake(chat_id, message.id)
+        return await shown_trigger(ingest_of(self.bot), message, index)
 
     async def _record(self, chat_id: int | None, guild_id: int | None, result: TurnResult) -> None:
         try:

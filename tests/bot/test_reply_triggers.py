@@ -130,7 +130,7 @@ async def test_the_monthly_cap_answers_with_a_note(world: World) -> None:
 
 async def test_an_asker_who_is_not_remembered_is_still_answered(world: World) -> None:
     await world.engine.opt_out(world.guild.id, world.alice.id)
-    await world.services.ingest.refresh_opt_outs(world.guild.id)
+    await world.ingest.refresh_opt_outs(world.guild.id)
     asked = await world.alice.send(world.general, f"{world.me.mention} do you remember me?")
     assert await world.engine.index_of_snowflake(world.chat_id, asked.id) is None
     text = user_text(world.replies()[-1].body)
