@@ -24,10 +24,9 @@ from discord.ext import commands
 
 from bot.commands.forget import plural
 from bot.commands.pagination import send_paged
-from bot.commands.people import address_choices, ask_to_confirm
 from bot.commands.status import memory_status, node_report
 from bot.commands.tree import ManagersCog, answer, interaction_ids
-from bot.commands.ui import ConfirmView
+from bot.commands.ui import ConfirmView, address_choices, ask_to_confirm
 from bot.gateway.erasure_order import wipe_moment
 from bot.gateway.running import ingest_of
 from memory import ChatInfo

@@ -17,7 +17,7 @@ from discord.ext import commands
 from bot.commands.forget import forget_person, names_of, remember_person
 from bot.commands.pagination import send_paged
 from bot.commands.tree import ServicesCog, answer, interaction_ids
-from bot.commands.ui import ConfirmView
+from bot.commands.ui import ConfirmView, address_choices, ask_to_confirm
 from bot.gateway.running import ingest_of
 from memory import PAGE_INDENT, MemoryEngine
 from memory.errors import UserFacingError
@@ -28,20 +28,12 @@ NO_MEMORY_HERE = "I have no memory of this channel yet."
 NO_HISTORY_HERE = (
     "You cannot read this channel's message history, so I will not show you what was said in it."
 )
-MAX_CHOICES = 25  # Discord shows at most 25 autocomplete choices
 MESSAGE_PAGES_SHOWN = 10  # engine pages of one message joined for a person (10 x 4,000 chars)
 RECALL_LIMIT = 10  # hits for a person; the answer is paginated, so more than the model's 5
 RECALL_CHARS = 12_000
 
 # reads.zoom heads each page of a long message with "(page p of N of message #k. Next: ...)".
 _PAGE_HEAD = re.compile(r"\(page (\d+) of (\d+) of message #\d+\.[^\n]*\)\n")
-
-
-def address_choices(addresses: list[str], typed: str) -> list[app_commands.Choice[str]]:
-    """Row addresses matching what the user typed so far: prefix matches, else containing."""
-    typed = typed.strip()
-    matches = [a for a in addresses if a.startswith(typed)] or [a for a in addresses if typed in a]
-    return [app_commands.Choice(name=a, value=a) for a in matches[:MAX_CHOICES]]
 
 
 async def zoom_text(engine: MemoryEngine, chat_id: int, address: str) -> str:
@@ -60,17 +52,6 @@ async def zoom_text(engine: MemoryEngine, chat_id: int, address: str) -> str:
     if int(head.group(2)) > pages:
         bodies.append(f"(the message goes on for {int(head.group(2)) - pages} more pages)")
     return "".join(bodies)
-
-
-async def ask_to_confirm(interaction: discord.Interaction, text: str, view: ConfirmView) -> None:
-    """Show ``text`` with the confirmation buttons, privately; the view can edit it on timeout."""
-    if not await answer(interaction, text, view=view):
-        view.stop()
-        return
-    try:
-        view.message = await interaction.original_response()
-    except discord.HTTPException:
-        pass  # only the timeout notice is lost: the buttons still work
 
 
 class People(ServicesCog):

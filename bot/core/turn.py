@@ -42,7 +42,6 @@ from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes
 from bot.core.sentences import end_at_sentence
 from bot.core.streaming import stream_message
 from bot.core.tools import ToolResult
-from bot.reply.limits import STEP_LIMIT_NOTE
 from memory import PromptView
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
 from memory.compaction.prompts import neutralize_frames
@@ -57,6 +56,10 @@ MEMORY_BLOCK_LINES = 4
 TAIL_BLOCK_MESSAGES = 8
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 LAST_STEP_NOTE = "(That was your last tool call for this turn: answer now with what you have.)"
+# Shown to the people in the chat when the model used up its tool steps without an answer.
+STEP_LIMIT_NOTE = (
+    "I dug through my memory but ran out of steps before I found it. Ask me again, a bit more precisely?"
+)
 # Sent once when a reply runs out of max_tokens (docs/design.md, the reply turn).
 CONTINUE_NOTE = (
     "(Your reply was cut off by the length limit. Continue it exactly where it stopped, without "
