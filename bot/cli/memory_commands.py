@@ -22,6 +22,7 @@ from bot.database import open_database
 from bot.errors import CliError
 from bot.settings import Settings
 from memory import (
+    AnthropicSummarizer,
     ImportFormatError,
     ImportJob,
     MemoryEngine,
@@ -31,7 +32,9 @@ from memory import (
     open_export,
     read_author_map,
 )
+from memory.claude import make_client
 from memory.errors import ChatNotEmpty
+from memory.fakes.summarizer import FakeSummarizer
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:
@@ -76,14 +79,9 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
 
 def _summarizer(settings: Settings, fake: bool) -> Summarizer:
     if fake:
-        from memory.fakes.summarizer import FakeSummarizer
-
         return FakeSummarizer(node_bytes=settings.node_bytes, tries=settings.tries)
     if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
         raise CliError("ANTHROPIC_API_KEY is not set (or pass --fake-model to use the offline fake)")
-    from memory.claude import make_client
-    from memory.compaction.anthropic_summarizer import AnthropicSummarizer
-
     client = make_client(
         settings.anthropic_api_key.get_secret_value(),
         settings.anthropic_base_url,
