@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from bot.reply.cog import ReplyCog, defuse_mass_mentions, mentions_name
+from bot.reply.cog import ReplyCog
 from bot.reply.limits import CAP_NOTE
+from bot.reply.sending import defuse_mass_mentions
+from bot.reply.triggers import mentions_name
 from memory.clock import SimulatedClock
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import START, World, make_settings, user_text
