@@ -67,26 +67,26 @@ async def ingest_through_bot(
             ingest.is_open = True
             batches = 0
             memory = ingest.engine
-            one, several = memory.append, memory.append_replies
+            one, several = memory.append, memory.append_from_discord
 
             async def append(*args: Any, **kwargs: Any) -> Any:
                 nonlocal batches
                 batches += 1
                 return await one(*args, **kwargs)
 
-            async def append_replies(*args: Any, **kwargs: Any) -> Any:
+            async def append_from_discord(*args: Any, **kwargs: Any) -> Any:
                 nonlocal batches
                 batches += 1
                 return await several(*args, **kwargs)
 
-            memory.append, memory.append_replies = append, append_replies  # type: ignore[method-assign]
+            memory.append, memory.append_from_discord = append, append_from_discord  # type: ignore[method-assign]
             started = time.perf_counter()
             for message in messages:
                 ingest.queue_message(message)
                 await asyncio.sleep(0)
             await ingest.flush()
             elapsed = time.perf_counter() - started
-            memory.append, memory.append_replies = one, several  # type: ignore[method-assign]
+            memory.append, memory.append_from_discord = one, several  # type: ignore[method-assign]
     finally:
         await services.claude.close()
         await database.restore_guilds(guilds)

@@ -32,7 +32,7 @@ async def backfill_channel(writer: LogWriter, q: ChannelQueue, op: Backfill) -> 
     try:
         history = q.channel.history(limit=None, after=discord.Object(min(starts)), oldest_first=True)
         async for message in history:
-            if writer.loggable(message) and await writer.store(chat_id, message) is not None:
+            if writer.loggable(message) and await writer.store(q, message) is not None:
                 written += 1
     except discord.NotFound as exc:
         if exc.code == UNKNOWN_CHANNEL:  # deleted while we were away

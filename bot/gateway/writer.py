@@ -15,9 +15,10 @@ import structlog
 from bot.gateway.chats import (
     LOGGED_TYPES,
     chat_for_channel,
+    chat_key,
     is_dm,
-    message_to_new,
-    replied_snowflake,
+    keep_current,
+    log_entry,
     visible,
 )
 from bot.gateway.mentions import MentionLookup
@@ -28,6 +29,9 @@ from memory import NewMessage
 from memory.errors import DuplicateEntry
 
 log = structlog.get_logger("bot.gateway.ingest")
+
+# A message as logged with the snowflake it replies to, and who it is about (their opt-out refuses it).
+LogEntry = tuple[tuple[NewMessage, int | None], int | None]
 
 
 class LogWriter:
@@ -64,39 +68,57 @@ class LogWriter:
         return await self.refusals.hidden(message)
 
     async def append_batch(self, q: ChannelQueue, batch: list[Append]) -> None:
-        """Messages of one channel in one transaction, in order: one chat lookup, one statement
-        per message. Who may not be logged is decided first, so a DM chat is never made for
-        messages that are all refused (a DM erased meanwhile)."""
+        """Messages of one channel in one transaction, in order: one call into the engine, which
+        finds the chat, leaves out who opted out and appends the rest. Fenced people (an erasure)
+        are left out first, so a DM chat is never made for messages that are all refused (a DM
+        erased meanwhile)."""
         channel, messages = batch[0].message.channel, [op.message for op in batch]
-        items = [item for m in messages if (item := await self._loggable_item(m)) is not None]
-        if not items and is_dm(channel):
-            return
-        chat_id = await self.chat_of(q, channel, self._dm_person(channel, messages))
-        if chat_id is None:
+        entries = [await self._entry(m) for m in messages if not self.refusals.fenced(m)]
+        if not entries and is_dm(channel):
             return
         try:
-            indexes = await self.engine.append_replies(chat_id, items)
+            await self._append(q, channel, entries, self._dm_person(channel, messages))
         except DuplicateEntry:
             if len(batch) > 1:
                 raise  # one at a time, then: the others must still be written
-            return  # the same snowflake, appended by a racing writer
-        if any(index is not None for index in indexes):
-            self._mark_dirty(chat_id)
+            # else: the same snowflake, appended by a racing writer
 
-    async def store(self, chat_id: int, message: discord.Message) -> int | None:
-        """Log one message (a backfill's) unless it is refused; its index, or None (refused or
-        duplicate)."""
-        item = await self._loggable_item(message)
-        if item is None:
+    async def store(self, q: ChannelQueue, message: discord.Message) -> int | None:
+        """Log one message (a backfill's, its chat known) unless it is refused; its index, or
+        None (refused or duplicate)."""
+        if self.refusals.fenced(message):
             return None
         try:
-            # One transaction: the reply target found under the chat's lock, then the append.
-            (index,) = await self.engine.append_replies(chat_id, [item])
+            # One transaction: the opt-outs and the reply target read, then the append.
+            (index,) = await self._append(q, q.channel, [await self._entry(message)]) or [None]
         except DuplicateEntry:
             return None  # the same snowflake, appended by a racing writer
-        if index is not None:
-            self._mark_dirty(chat_id)
         return index
+
+    async def _append(
+        self, q: ChannelQueue, channel: Any, entries: list[LogEntry], person: Any = None
+    ) -> list[int | None]:
+        """``entries`` appended to the channel's chat in one call into the engine; at the first
+        sight of a channel its chat is made first (chat_for_channel: not for a paused chat, nor
+        a DM with a person who opted out), and the call made again. [] when nothing was written."""
+        if is_dm(channel) and not self.settings.reply_in_dms:
+            return []
+        items, about = [entry for entry, _ in entries], [person_id for _, person_id in entries]
+        found = await self.engine.append_from_discord(channel.id, items, about)
+        if found is None:
+            if await self.chat_of(q, channel, person) is None:
+                return []
+            found = await self.engine.append_from_discord(channel.id, items, about)
+            if found is None:
+                return []
+        info, indexes = found
+        if info.paused:
+            return []
+        self.channel_of_chat[info.id] = q.channel_id
+        await keep_current(self.engine, info, chat_key(channel, person))
+        if any(index is not None for index in indexes):
+            self._mark_dirty(info.id)
+        return indexes
 
     async def change(self, q: ChannelQueue, op: Edit | Erase) -> None:
         """An edit or a delete of logged messages."""
@@ -116,14 +138,12 @@ class LogWriter:
             if report.messages:
                 log.info("ingest.erased", chat_id=info.id, messages=report.messages, lines=report.nodes)
 
-    async def _loggable_item(self, message: discord.Message) -> tuple[NewMessage, int | None] | None:
-        """The message as logged (mentions as names) and the snowflake it replies to; None: its
-        author opted out or is being erased."""
-        if await self.refusals.refuses(message):
-            return None
+    async def _entry(self, message: discord.Message) -> LogEntry:
+        """The message as logged (mentions as names), the snowflake it replies to, and the
+        person whose opt-out keeps it out (bot/gateway/refusals.py)."""
         hidden = await self.hidden_people(message)
         rendered = await self.mentions.render(message, visible(message)[0], hidden)
-        return message_to_new(message, None, rendered), replied_snowflake(message)
+        return log_entry(message, rendered), self.refusals.about(message)
 
     def _dm_person(self, channel: Any, messages: Sequence[discord.Message]) -> Any:
         """Who a DM is with: the first of ``messages`` not written by the bot (None elsewhere)."""
