@@ -44,6 +44,7 @@ from bot.gateway.ops import (
     Backfill,
     Barrier,
     ChannelQueue,
+    DatabaseOutage,
     Edit,
     Erase,
     Op,
@@ -105,8 +106,7 @@ class Ingest:
         self.mentions = MentionLookup(bot)
         self.writer = LogWriter(bot, services, self.refusals, self.mentions)
         self._drains = asyncio.Semaphore(MAX_DRAINS)
-        self._database_down = False
-        self._down_waiters: list[asyncio.Future[None]] = []  # resolved when writes start failing
+        self.outage = DatabaseOutage()
         self._gate_opened = asyncio.Event()  # set (and replaced) each time writing may resume
         self._closed = False
 
@@ -197,7 +197,7 @@ class Ingest:
                         skip_unstorable(q, op, exc)
                     q.failures, q.unwritable_for = 0, 0.0
                     self.buffered -= sum(isinstance(done, Append) for done in batch)
-                    self._recovered()
+                    self.outage.ended(self.buffered, self.dropped)
         finally:
             q.task = None
             if not q.ops:
@@ -208,7 +208,7 @@ class Ingest:
         failures the channel's waiting messages make way for a backfill."""
         q.failures += 1
         if outage(exc):
-            self._outage(exc)
+            self.outage.started(exc, self.buffered)
         else:  # one statement of this chat (a lock timeout, a deadlock): the database is up
             log.info(
                 "ingest.write_retried",
@@ -229,25 +229,6 @@ class Ingest:
             self.buffered -= moved
             log.warning("ingest.left_to_backfill", channel_id=q.channel_id, messages=moved)
 
-    def _outage(self, exc: Exception) -> None:
-        if not self._database_down:
-            self._database_down = True
-            for waiter in self._down_waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
-            self._down_waiters.clear()
-            log.warning(
-                "ingest.database_unavailable",
-                error=type(exc).__name__,
-                sqlstate=getattr(exc, "sqlstate", None),
-                buffered=self.buffered,
-            )
-
-    def _recovered(self) -> None:
-        if self._database_down:
-            self._database_down = False
-            log.info("ingest.database_back", buffered=self.buffered, dropped=self.dropped)
-
     async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """``call()`` until the database answers (for work outside the queues)."""
         failures = 0
@@ -258,10 +239,10 @@ class Ingest:
                 if not transient(exc):
                     raise
                 failures += 1
-                self._outage(exc)
+                self.outage.started(exc, self.buffered)
                 await self.retry_wait(retry_delay(failures, self.retry_seconds))
                 continue
-            self._recovered()
+            self.outage.ended(self.buffered, self.dropped)
             return result
 
     # --- writing (bot/gateway/writer.py)
@@ -320,12 +301,7 @@ class Ingest:
 
     def when_down(self) -> asyncio.Future[None]:
         """A future resolved once writes fail for the whole database (at once if they do now)."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self._database_down:
-            waiter.set_result(None)
-        else:
-            self._down_waiters.append(waiter)
-        return waiter
+        return self.outage.when_down()
 
     def opened(self) -> None:
         """Writing resumed (resync has queued its backfills): wake who waits for it."""

@@ -10,9 +10,12 @@ from typing import Any
 
 import aiohttp
 import discord
+import structlog
 from discord import DiscordServerError
 
 from memory.errors import DatabaseUnavailable, TransientStorageError
+
+log = structlog.get_logger("bot.gateway.ingest")
 
 # Waits between tries of a write that failed for a reason that goes away: 1 s, 2 s, 4 s, then
 # every 8 s. The first try comes soon (a database restart takes seconds and a person may be
@@ -42,6 +45,44 @@ def outage(exc: BaseException) -> bool:
         return True
     code = getattr(exc, "sqlstate", None)
     return isinstance(code, str) and code.startswith("53")
+
+
+class DatabaseOutage:
+    """Whether ingest's writes fail for the whole database now (:func:`outage`), logged once
+    when it starts and once when it ends, and who waits to hear that it started (an erasure:
+    bot/gateway/erasure_order.py)."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self._waiters: list[asyncio.Future[None]] = []  # resolved when writes start failing
+
+    def started(self, exc: Exception, buffered: int) -> None:
+        if self.down:
+            return
+        self.down = True
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+        log.warning(
+            "ingest.database_unavailable",
+            error=type(exc).__name__,
+            sqlstate=getattr(exc, "sqlstate", None),
+            buffered=buffered,
+        )
+
+    def ended(self, buffered: int, dropped: int) -> None:
+        if self.down:
+            self.down = False
+            log.info("ingest.database_back", buffered=buffered, dropped=dropped)
+
+    def when_down(self) -> asyncio.Future[None]:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.down:
+            waiter.set_result(None)
+        else:
+            self._waiters.append(waiter)
+        return waiter
 
 
 def retry_delay(failures: int, first: float) -> float:
