@@ -27,6 +27,7 @@ from bot.app import build_services
 from bot.client import EvaBot
 from bot.database import Database
 from bot.gateway.ingest import Append, Ingest
+from bot.gateway.running import ingest_of
 from bot.settings import Settings
 from memory import BulkDatabase
 
@@ -53,7 +54,7 @@ async def ingest_through_bot(
     guilds = await database.lift_guilds()
     try:
         async with simcord.run(bot) as env:
-            ingest = services.ingest
+            ingest = ingest_of(bot)
             assert isinstance(ingest, Ingest)
             guild = env.create_guild()
             channel = guild.create_text_channel("scale")
@@ -69,26 +70,26 @@ async def ingest_through_bot(
             ingest.is_open = True
             batches = 0
             memory = ingest.engine
-            one, several = memory.append, memory.append_replies
+            one, several = memory.append, memory.append_from_discord
 
             async def append(*args: Any, **kwargs: Any) -> Any:
                 nonlocal batches
                 batches += 1
                 return await one(*args, **kwargs)
 
-            async def append_replies(*args: Any, **kwargs: Any) -> Any:
+            async def append_from_discord(*args: Any, **kwargs: Any) -> Any:
                 nonlocal batches
                 batches += 1
                 return await several(*args, **kwargs)
 
-            memory.append, memory.append_replies = append, append_replies  # type: ignore[method-assign]
+            memory.append, memory.append_from_discord = append, append_from_discord  # type: ignore[method-assign]
             started = time.perf_counter()
             for message in messages:
                 ingest.queue_message(message)
                 await asyncio.sleep(0)
             await ingest.flush()
             elapsed = time.perf_counter() - started
-            memory.append, memory.append_replies = one, several  # type: ignore[method-assign]
+            memory.append, memory.append_from_discord = one, several  # type: ignore[method-assign]
     finally:
         await services.claude.close()
         await database.restore_guilds(guilds)

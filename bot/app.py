@@ -20,15 +20,15 @@ import structlog
 import yarl
 
 import memory
+from bot.client import DEFAULT_GUILD_READY_TIMEOUT, EvaBot
 from bot.database import keep_embedded_running
 from bot.errors import CliError
+from bot.health import beat_forever
 from bot.scheduler import CompactionScheduler
 from bot.services import Services
 from bot.settings import DISCORD_API_BASE, DISCORD_GATEWAY_URL, Settings
-from memory import Clock, Database, WallClock
+from memory import AnthropicSummarizer, Clock, Database, Summarizer, WallClock
 from memory.claude import make_client
-from memory.compaction.anthropic_summarizer import AnthropicSummarizer
-from memory.compaction.summarizer import Summarizer
 
 log = structlog.get_logger(__name__)
 
@@ -98,8 +98,6 @@ async def stop_signals() -> AsyncIterator[asyncio.Event]:
 
 async def run_bot(settings: Settings, db: Database) -> None:
     """Run the bot until SIGTERM/SIGINT or a fatal gateway error, then close everything."""
-    from bot.client import DEFAULT_GUILD_READY_TIMEOUT, EvaBot
-
     repointed = point_discord(settings)
     services = build_services(settings, db)
     bot = EvaBot(
@@ -135,8 +133,6 @@ def _start_heartbeat(settings: Settings, bot: Any, engine: memory.MemoryEngine) 
     """The heartbeat file `eva health` reads (bot/health.py), when HEALTH_FILE is set."""
     if settings.health_file is None:
         return None
-    from bot.health import beat_forever
-
     return asyncio.create_task(
         beat_forever(bot, engine, settings.health_file, settings.health_interval), name="heartbeat"
     )

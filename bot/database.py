@@ -12,15 +12,15 @@ import structlog
 
 from bot.errors import ServiceUnreachable
 from bot.settings import Settings
-from memory.storage.database import (
+from memory import (
     Database,
+    EmbeddedPostgres,
     database_location,
     database_reason,
     make_engine,
     make_sessions,
     select_one,
 )
-from memory.storage.embedded import EmbeddedPostgres
 
 __all__ = ["Database", "keep_embedded_running", "open_database", "probe"]
 

@@ -1,19 +1,17 @@
-"""What the composition root builds once and hands to every cog (no globals)."""
+"""What the composition root builds once and hands to every cog (no globals), complete: no
+module writes into it afterwards. What a cog provides to the others (the ingest) is the cog's
+own, found through the bot (bot/gateway/cog.py, ``ingest_of``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from anthropic import AsyncAnthropic
 
+from bot.scheduler import CompactionScheduler
 from bot.settings import Settings
 from memory import Clock, MemoryEngine, PriceTable
-
-if TYPE_CHECKING:
-    from bot.gateway.ingest import Ingest
-    from bot.gateway.reconcile import Reconciler
-    from bot.scheduler import CompactionScheduler
 
 
 @dataclass
@@ -24,9 +22,6 @@ class Services:
     prices: PriceTable
     clock: Clock
     scheduler: CompactionScheduler | None = None
-    # Set while the ingest cog is loaded (bot/gateway/cog.py setup, cleared at teardown).
-    ingest: Ingest | None = None
-    reconciler: Reconciler | None = None
 
 
 def services_of(client: Any) -> Services:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.settings_checks import database_url_problem
 from memory import MemoryConfig
 from memory.pricing import ModelPrice, PriceTable, default_prices
 
@@ -122,8 +123,6 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
-        from bot.settings_checks import database_url_problem
-
         problem = database_url_problem(value.get_secret_value() if value is not None else "")
         if problem is not None:
             raise ValueError(problem)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory.file_limits import PERSONA_BYTES, FileTooLarge, read_limited
-from memory.storage.database import url_problem
+from bot.core.prompts import read_persona
+from memory import url_problem
+from memory.file_limits import FileTooLarge
 
 
 def database_url_problem(url: str) -> str | None:
@@ -41,12 +42,3 @@ def persona_problem(persona_file: Path | None) -> str | None:
     if not text.strip():
         return f"PERSONA_FILE {persona_file} is empty"
     return None
-
-
-def read_persona(path: Path) -> str:
-    """The persona file's text, at most PERSONA_BYTES of it (FileTooLarge past that)."""
-    raw = read_limited(
-        path, PERSONA_BYTES, "a persona file", "it is sent with every reply, so keep it to a page or two",
-        label=f"PERSONA_FILE {path}",
-    )  # fmt: skip
-    return raw.decode("utf-8")

@@ -147,6 +147,29 @@ class MemoryEngine(EngineBooks):
         async with self.sessions() as s, s.begin():
             return await log.append_replies(s, chat_id, items)
 
+    async def append_from_discord(
+        self, discord_id: int, items: Sequence[tuple[NewMessage, int | None]], about: Sequence[int | None]
+    ) -> tuple[ChatInfo, list[int | None]] | None:
+        """One batch of a Discord channel in one transaction: its chat (None: it has none yet,
+        nothing written), then, unless the chat is paused, every item appended (with the
+        snowflake it replies to, as :meth:`append_replies`) except those about a person
+        (``about``, one per item; None: nobody) who opted out where the chat is, read in the
+        same transaction. Returns the chat and each item's index (None: refused or a duplicate)."""
+        async with self.sessions() as s, s.begin():
+            chat = await s.scalar(select(Chat).where(Chat.discord_id == discord_id))
+            if chat is None:
+                return None
+            indexes: list[int | None] = [None] * len(items)
+            if chat.logging_paused:
+                return _info(chat), indexes
+            scope = chat.guild_id or DM_SCOPE
+            opted = set((await s.scalars(select(OptOut.user_id).where(OptOut.guild_id == scope))).all())
+            kept = [k for k, person in enumerate(about) if person is None or person not in opted]
+            written = await log.append_replies(s, chat.id, [items[k] for k in kept])
+            for k, index in zip(kept, written, strict=True):
+                indexes[k] = index
+            return _info(chat), indexes
+
     async def append_many(self, chat_id: int, messages: Sequence[NewMessage]) -> list[int | None]:
         """Log a batch in order (imports, backfill); each index, None for one already logged."""
         async with self.sessions() as s, s.begin():

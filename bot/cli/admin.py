@@ -7,11 +7,14 @@ import sys
 import time
 from typing import Any
 
+from bot import health
+from bot.app import run_bot, run_worker
+from bot.cli.doctor import run_checks
 from bot.database import open_database
 from bot.errors import CliError
 from bot.settings import Settings
 from bot.settings_checks import persona_problem
-from memory.storage import migrate
+from memory import migrate
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:
@@ -39,8 +42,6 @@ async def cmd_run(_args: argparse.Namespace, settings: Settings) -> int:
         missing = settings.missing_for_run()
         if missing:
             raise CliError(f"missing required settings: {', '.join(missing)} (see .env.example)")
-        from bot.app import run_bot
-
         await run_bot(settings, db)
     return 0
 
@@ -54,8 +55,6 @@ async def cmd_worker(_args: argparse.Namespace, settings: Settings) -> int:
         problems = await _migration_problems(db.engine)
         if problems:
             raise CliError(problems[0])
-        from bot.app import run_worker
-
         await run_worker(settings, db)
     return 0
 
@@ -68,8 +67,6 @@ async def _migration_problems(engine: Any) -> list[str]:
 
 
 async def cmd_doctor(_args: argparse.Namespace, settings: Settings) -> int:
-    from bot.cli.doctor import run_checks
-
     findings = await run_checks(settings)
     for finding in findings:
         print(finding.line())
@@ -79,8 +76,6 @@ async def cmd_doctor(_args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_health(_args: argparse.Namespace, settings: Settings) -> int:
     """Silent and 0 when healthy; one line and 1 otherwise (Docker shows it in `docker inspect`)."""
-    from bot import health
-
     if settings.health_file is None:
         raise CliError("HEALTH_FILE is not set: `eva run` writes no heartbeat to check")
     problem = health.verdict(health.read(settings.health_file), time.time())

@@ -25,7 +25,8 @@ from bot.cli.errors import explain
 from bot.database import open_database
 from bot.settings import Settings
 from bot.settings_checks import persona_problem
-from memory.storage import migrate
+from memory import migrate
+from memory.claude import make_client
 
 CHECK_SECONDS = 20.0  # per service; the probes inside are 10-15 s, so a hang still ends here
 
@@ -113,8 +114,6 @@ async def anthropic_findings(settings: Settings) -> list[Finding]:
     key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else ""
     if not key:
         return [_problem("anthropic", "ANTHROPIC_API_KEY is not set")]
-    from memory.claude import make_client
-
     client = make_client(key, settings.anthropic_base_url, timeout=15.0, max_retries=0)
     models: dict[str, list[str]] = {}
     for name, model in (("REPLY_MODEL", settings.reply_model), ("COMPACT_MODEL", settings.compact_model)):

@@ -13,6 +13,10 @@ from typing import Any
 
 import structlog
 
+from bot.cli import admin as cli_admin
+from bot.cli import erasure as cli_erasure
+from bot.cli import memory_commands as cli_memory
+from bot.cli import sync_commands as cli_discord
 from bot.cli.args import OneLineParser
 from bot.cli.errors import explain, unexpected_line
 from bot.log_setup import configure_logging
@@ -35,19 +39,6 @@ def load_settings() -> Settings:
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    from bot.cli import (
-        admin as cli_admin,
-    )
-    from bot.cli import (
-        erasure as cli_erasure,
-    )
-    from bot.cli import (
-        memory_commands as cli_memory,
-    )
-    from bot.cli import (
-        sync_commands as cli_discord,
-    )
-
     parser = OneLineParser(prog="eva", description="Eva, a Discord companion that remembers.")
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     handlers: dict[str, Handler] = {}

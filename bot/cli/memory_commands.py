@@ -21,11 +21,20 @@ from bot.commands.status import format_status
 from bot.database import open_database
 from bot.errors import CliError
 from bot.settings import Settings
-from memory import ImportJob, MemoryEngine, Summarizer
+from memory import (
+    AnthropicSummarizer,
+    ImportFormatError,
+    ImportJob,
+    MemoryEngine,
+    Summarizer,
+    count_messages,
+    migrate,
+    open_export,
+    read_author_map,
+)
+from memory.claude import make_client
 from memory.errors import ChatNotEmpty
-from memory.imports.author_map import read_author_map
-from memory.imports.readers import ImportFormatError, count_messages, open_export
-from memory.storage import migrate
+from memory.fakes.summarizer import FakeSummarizer
 
 
 def register(subs: Any, handlers: dict[str, Any]) -> None:
@@ -70,14 +79,9 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
 
 def _summarizer(settings: Settings, fake: bool) -> Summarizer:
     if fake:
-        from memory.fakes.summarizer import FakeSummarizer
-
         return FakeSummarizer(node_bytes=settings.node_bytes, tries=settings.tries)
     if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
         raise CliError("ANTHROPIC_API_KEY is not set (or pass --fake-model to use the offline fake)")
-    from memory.claude import make_client
-    from memory.compaction.anthropic_summarizer import AnthropicSummarizer
-
     client = make_client(
         settings.anthropic_api_key.get_secret_value(),
         settings.anthropic_base_url,

@@ -24,11 +24,11 @@ from discord.ext import commands
 
 from bot.commands.forget import plural
 from bot.commands.pagination import send_paged
-from bot.commands.people import address_choices, ask_to_confirm
 from bot.commands.status import memory_status, node_report
 from bot.commands.tree import ManagersCog, answer, interaction_ids
-from bot.commands.ui import ConfirmView
+from bot.commands.ui import ConfirmView, address_choices, ask_to_confirm
 from bot.gateway.erasure_order import wipe_moment
+from bot.gateway.running import ingest_of
 from memory import ChatInfo
 from memory.errors import UserFacingError
 
@@ -223,7 +223,7 @@ class MemoryAdmin(ManagersCog):
 
         async def confirmed(press: discord.Interaction) -> str:
             # No message written before the wipe is logged again (bot/gateway/erasure_order.py).
-            moment = wipe_moment(self.services, press.id)
+            moment = wipe_moment(ingest_of(self.bot), press.id)
             report = await self.services.engine.wipe_chat(chat_id, moment=moment)
             log.info("memory.wiped", chat_id=chat_id, messages=report.messages, lines=report.nodes, **ids)
             lines = f" and {plural(report.nodes, 'line')}" if report.nodes else ""

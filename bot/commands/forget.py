@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 
 from bot.gateway.erasure_order import erasing, narrow_after_opt_in
+from bot.gateway.ingest import Ingest
 from bot.services import Services
 
 log = structlog.get_logger(__name__)
@@ -22,14 +23,6 @@ log = structlog.get_logger(__name__)
 
 def plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
-
-
-async def refresh_opt_outs(services: Services, guild_id: int | None) -> None:
-    """Tell ingest (when running in this process) that the opt-out list changed."""
-    ingest = services.ingest
-    refresh = getattr(ingest, "refresh_opt_outs", None)
-    if refresh is not None:
-        await refresh(guild_id)
 
 
 def names_of(user: Any) -> tuple[str, ...]:
@@ -41,6 +34,7 @@ def names_of(user: Any) -> tuple[str, ...]:
 
 async def forget_person(
     services: Services,
+    ingest: Ingest | None,
     guild_id: int | None,
     user_id: int,
     opt_out: bool,
@@ -50,7 +44,8 @@ async def forget_person(
 ) -> str:
     """Erase ``user_id``'s messages and the bot's replies to them, and take their name out of
     what others and the bot wrote (``names``: what Discord calls them now, :func:`names_of`);
-    opt them out if asked. Returns the report to show them.
+    opt them out if asked. Returns the report to show them. ``ingest``: the ingest running in
+    this process (bot/gateway/cog.py, ``ingest_of``), None when there is none.
     ``asked_at``: the snowflake of their button press (Discord's clock for the erasure's moment).
     Ordered against ingest by bot/gateway/erasure_order.py: nothing of theirs written before the
     erasure is logged after it, not even after a restart."""
@@ -58,8 +53,9 @@ async def forget_person(
         # Opt out first: a message that arrives while the erasure runs is then either
         # erased with the rest or never logged.
         await services.engine.opt_out(guild_id, user_id)
-        await refresh_opt_outs(services, guild_id)
-    async with erasing(services, guild_id, user_id, asked_at) as moment:
+        if ingest is not None:
+            await ingest.refresh_opt_outs(guild_id)
+    async with erasing(ingest, guild_id, user_id, asked_at) as moment:
         report = await services.engine.erase_author(guild_id, user_id, tuple(names), moment=moment)
     # Counts only (messages, nodes, chats, mentions): never the erased words.
     log.info("forget.done", guild_id=guild_id, user_id=user_id, opt_out=opt_out, **asdict(report))
@@ -84,13 +80,19 @@ async def forget_person(
 
 
 async def remember_person(
-    services: Services, guild_id: int | None, user_id: int, *, asked_at: int | None = None
+    services: Services,
+    ingest: Ingest | None,
+    guild_id: int | None,
+    user_id: int,
+    *,
+    asked_at: int | None = None,
 ) -> str:
     """Lift an opt-out; returns the sentence to show. ``asked_at``: the command's snowflake,
     after which what they write is surely written after any erasure they asked for."""
     lifted = await services.engine.opt_in(guild_id, user_id)
-    await refresh_opt_outs(services, guild_id)
-    narrow_after_opt_in(services, guild_id, user_id, asked_at)
+    if ingest is not None:
+        await ingest.refresh_opt_outs(guild_id)
+    narrow_after_opt_in(ingest, guild_id, user_id, asked_at)
     log.info("forget.opt_in", guild_id=guild_id, user_id=user_id, lifted=lifted)
     where = "in our direct messages" if guild_id is None else "in this server"
     if not lifted:

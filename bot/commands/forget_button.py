@@ -9,7 +9,9 @@ from __future__ import annotations
 import discord
 import structlog
 
+from bot.commands.forget import forget_person, names_of
 from bot.commands.ui import ConfirmView
+from bot.gateway.ingest import Ingest
 from bot.services import Services
 
 log = structlog.get_logger(__name__)
@@ -22,6 +24,7 @@ def forget_prompt(asker_id: int, in_dm: bool) -> str:
 
 async def forget_after_confirmation(
     services: Services,
+    ingest: Ingest | None,
     guild_id: int | None,
     user_id: int,
     names: tuple[str, ...] = (),
@@ -29,13 +32,14 @@ async def forget_after_confirmation(
 ) -> str:
     """The erasure itself, run only from the owner's press (one implementation: bot/commands/forget.py);
     ``asked_at``: the press's snowflake."""
-    from bot.commands.forget import forget_person  # COMMANDS' module; imported late to keep cogs apart
-
-    return await forget_person(services, guild_id, user_id, opt_out=False, names=names, asked_at=asked_at)
+    return await forget_person(
+        services, ingest, guild_id, user_id, opt_out=False, names=names, asked_at=asked_at
+    )
 
 
 async def post_forget_confirmation(
     services: Services,
+    ingest: Ingest | None,
     channel: discord.abc.Messageable,
     *,
     guild_id: int | None,
@@ -46,10 +50,9 @@ async def post_forget_confirmation(
     the message cannot be ephemeral: the button itself refuses everyone but the asker)."""
 
     async def confirmed(press: discord.Interaction) -> str:  # the view lets only the asker press
-        from bot.commands.forget import names_of
-
         log.info("forget_me.confirmed", guild_id=guild_id, user_id=asker_id)
-        return await forget_after_confirmation(services, guild_id, asker_id, names_of(press.user), press.id)
+        names = names_of(press.user)
+        return await forget_after_confirmation(services, ingest, guild_id, asker_id, names, press.id)
 
     view = ConfirmView(asker_id, confirm_label="Confirm", on_confirm=confirmed, timeout=expires_after)
     view.message = await channel.send(

@@ -17,10 +17,10 @@ from discord.ext import commands
 from bot.commands.forget import forget_person, names_of, remember_person
 from bot.commands.pagination import send_paged
 from bot.commands.tree import ServicesCog, answer, interaction_ids
-from bot.commands.ui import ConfirmView
-from memory import MemoryEngine
+from bot.commands.ui import ConfirmView, address_choices, ask_to_confirm
+from bot.gateway.running import ingest_of
+from memory import PAGE_INDENT, MemoryEngine
 from memory.errors import UserFacingError
-from memory.reading.reads import PAGE_INDENT
 
 log = structlog.get_logger(__name__)
 
@@ -28,20 +28,12 @@ NO_MEMORY_HERE = "I have no memory of this channel yet."
 NO_HISTORY_HERE = (
     "You cannot read this channel's message history, so I will not show you what was said in it."
 )
-MAX_CHOICES = 25  # Discord shows at most 25 autocomplete choices
 MESSAGE_PAGES_SHOWN = 10  # engine pages of one message joined for a person (10 x 4,000 chars)
 RECALL_LIMIT = 10  # hits for a person; the answer is paginated, so more than the model's 5
 RECALL_CHARS = 12_000
 
 # reads.zoom heads each page of a long message with "(page p of N of message #k. Next: ...)".
 _PAGE_HEAD = re.compile(r"\(page (\d+) of (\d+) of message #\d+\.[^\n]*\)\n")
-
-
-def address_choices(addresses: list[str], typed: str) -> list[app_commands.Choice[str]]:
-    """Row addresses matching what the user typed so far: prefix matches, else containing."""
-    typed = typed.strip()
-    matches = [a for a in addresses if a.startswith(typed)] or [a for a in addresses if typed in a]
-    return [app_commands.Choice(name=a, value=a) for a in matches[:MAX_CHOICES]]
 
 
 async def zoom_text(engine: MemoryEngine, chat_id: int, address: str) -> str:
@@ -60,17 +52,6 @@ async def zoom_text(engine: MemoryEngine, chat_id: int, address: str) -> str:
     if int(head.group(2)) > pages:
         bodies.append(f"(the message goes on for {int(head.group(2)) - pages} more pages)")
     return "".join(bodies)
-
-
-async def ask_to_confirm(interaction: discord.Interaction, text: str, view: ConfirmView) -> None:
-    """Show ``text`` with the confirmation buttons, privately; the view can edit it on timeout."""
-    if not await answer(interaction, text, view=view):
-        view.stop()
-        return
-    try:
-        view.message = await interaction.original_response()
-    except discord.HTTPException:
-        pass  # only the timeout notice is lost: the buttons still work
 
 
 class People(ServicesCog):
@@ -146,8 +127,9 @@ class People(ServicesCog):
 
         async def confirmed(press: discord.Interaction) -> str:  # only the asker can press
             names = names_of(press.user)
+            ingest = ingest_of(self.bot)
             return await forget_person(
-                self.services, guild_id, user_id, stop_remembering, names, asked_at=press.id
+                self.services, ingest, guild_id, user_id, stop_remembering, names, asked_at=press.id
             )
 
         view = ConfirmView(user_id, confirm_label="Erase my messages", on_confirm=confirmed)
@@ -157,9 +139,8 @@ class People(ServicesCog):
         name="remember-me", description="Let me remember your messages again after /forget-me"
     )
     async def remember_me(self, interaction: discord.Interaction) -> None:
-        said = await remember_person(
-            self.services, interaction.guild_id, interaction.user.id, asked_at=interaction.id
-        )
+        ingest, guild_id, user_id = ingest_of(self.bot), interaction.guild_id, interaction.user.id
+        said = await remember_person(self.services, ingest, guild_id, user_id, asked_at=interaction.id)
         await answer(interaction, said)
 
 

@@ -17,7 +17,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.commands.tree import ManagersCog, answer, interaction_ids
-from bot.reply.gate import policy_of, store_of
+from bot.policy import policy_of, store_of
 from memory.errors import UserFacingError
 from memory.policy.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
 

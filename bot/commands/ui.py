@@ -1,4 +1,6 @@
-"""A confirmation button only one person can press (forget-me, memory wipe).
+"""What the command cogs share on screen: a confirmation button only one person can press
+(forget-me, memory wipe), shown with :func:`ask_to_confirm`, and the autocomplete of row
+addresses (/zoom, /memory node).
 
 Usage::
 
@@ -19,10 +21,14 @@ from collections.abc import Awaitable, Callable
 
 import discord
 import structlog
+from discord import app_commands
 
+from bot.commands.tree import answer
 from memory.errors import UserFacingError
 
 log = structlog.get_logger(__name__)
+
+MAX_CHOICES = 25  # Discord shows at most 25 autocomplete choices
 
 NOT_YOURS = "This button is not for you."
 ALREADY_DONE = "That was already answered."
@@ -93,3 +99,21 @@ class ConfirmView(discord.ui.View):
         if self.message is not None:
             with contextlib.suppress(discord.HTTPException):
                 await self.message.edit(content=TIMED_OUT, view=None)
+
+
+async def ask_to_confirm(interaction: discord.Interaction, text: str, view: ConfirmView) -> None:
+    """Show ``text`` with the confirmation buttons, privately; the view can edit it on timeout."""
+    if not await answer(interaction, text, view=view):
+        view.stop()
+        return
+    try:
+        view.message = await interaction.original_response()
+    except discord.HTTPException:
+        pass  # only the timeout notice is lost: the buttons still work
+
+
+def address_choices(addresses: list[str], typed: str) -> list[app_commands.Choice[str]]:
+    """Row addresses matching what the user typed so far: prefix matches, else containing."""
+    typed = typed.strip()
+    matches = [a for a in addresses if a.startswith(typed)] or [a for a in addresses if typed in a]
+    return [app_commands.Choice(name=a, value=a) for a in matches[:MAX_CHOICES]]

@@ -9,9 +9,9 @@ time, who asked) travel in the ``<turn>`` block at the end of the user message i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
-from bot.settings import Settings
-from bot.settings_checks import read_persona
+from memory.file_limits import PERSONA_BYTES, read_limited
 
 DEFAULT_PERSONA_FILE = Path(__file__).parent.parent / "persona.md"  # bot/persona.md, shipped as package data
 NAME_PLACEHOLDER = "{bot_name}"
@@ -72,12 +72,31 @@ them to press the button.
 - Answer the message named in <turn>, in a reply short enough for a group chat."""
 
 
-def persona_text(settings: Settings) -> str:
+class PromptSettings(Protocol):
+    """What the prompt reads of the bot's settings (bot.settings.Settings has both)."""
+
+    @property
+    def persona_file(self) -> Path | None: ...
+
+    @property
+    def bot_name(self) -> str: ...
+
+
+def read_persona(path: Path) -> str:
+    """The persona file's text, at most PERSONA_BYTES of it (FileTooLarge past that)."""
+    raw = read_limited(
+        path, PERSONA_BYTES, "a persona file", "it is sent with every reply, so keep it to a page or two",
+        label=f"PERSONA_FILE {path}",
+    )  # fmt: skip
+    return raw.decode("utf-8")
+
+
+def persona_text(settings: PromptSettings) -> str:
     """The persona file's text (the default one, or the host's own at PERSONA_FILE)."""
     return read_persona(settings.persona_file or DEFAULT_PERSONA_FILE).strip()
 
 
-def system_prompt(settings: Settings) -> str:
+def system_prompt(settings: PromptSettings) -> str:
     """Persona + memory instructions, with the bot's name filled in. Read once per process."""
     text = persona_text(settings) + "\n\n" + MEMORY_INSTRUCTIONS
     return text.replace(NAME_PLACEHOLDER, settings.bot_name)

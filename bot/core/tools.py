@@ -18,9 +18,8 @@ from typing import Any
 
 import structlog
 
-from memory.engine import MemoryEngine
+from memory import RECALL_MAX_LIMIT, MemoryEngine
 from memory.errors import BadRequest, UserFacingError
-from memory.reading.reads import RECALL_MAX_LIMIT
 
 log = structlog.get_logger(__name__)
 

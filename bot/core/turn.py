@@ -1,4 +1,4 @@
-"""One reply turn: the request in the cache-friendly layout, and the tool loop.
+"""One reply turn's request, in the cache-friendly layout (the tool loop: bot/core/turn_loop.py).
 
 Layout (docs/design.md section 9), most stable first, at most 4 cache marks:
 
@@ -23,29 +23,21 @@ neutralized: a message cannot close ``</memory>`` or ``</tail>`` and pose as ins
 The files (bot/reply/attachments.py) sit with the per-turn note, after the last tail mark: they are
 sent with this turn only, so they must not end up inside a prefix a later turn reads.
 
-Request building is pure (``build_request``); :func:`run_turn` does the I/O.
+Request building is pure (``build_request``); bot/core/turn_loop.py's ``run_turn`` does the I/O.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
-from anthropic import AsyncAnthropic
-from anthropic.types import Message
 
 from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes
-from bot.core.sentences import end_at_sentence
-from bot.core.streaming import stream_message
-from bot.core.tools import ToolResult
-from bot.reply.limits import STEP_LIMIT_NOTE
-from memory.claude import ClaudeError, create_message, message_text, usage_from_response
-from memory.pricing import Usage
-from memory.reading.view import PromptView
+from memory import PromptView
 from memory.text.frame_tags import neutralize_frames
 from memory.text.names import quoted
 from memory.tree.render import zone
@@ -56,12 +48,6 @@ MAX_CACHE_MARKS = 4  # the API refuses a fifth with a 400
 MEMORY_BLOCK_LINES = 4
 TAIL_BLOCK_MESSAGES = 8
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
-LAST_STEP_NOTE = "(That was your last tool call for this turn: answer now with what you have.)"
-# Sent once when a reply runs out of max_tokens (docs/design.md, the reply turn).
-CONTINUE_NOTE = (
-    "(Your reply was cut off by the length limit. Continue it exactly where it stopped, without "
-    "repeating anything, and bring it to an end soon.)"
-)
 # A turn for someone who may not read this chat's history (bot/reply/access.py).
 WITHOUT_MEMORY_NOTE = (
     "{name} cannot read this channel's message history, so your memory of this chat is left out "
@@ -77,7 +63,6 @@ ANSWERED_APART_NOTE = (
 _TAIL_INDEX = re.compile(r"#(\d+) ")
 
 Block = dict[str, Any]
-ToolRunner = Callable[[str, Any], Awaitable[ToolResult]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +89,7 @@ class TurnNote:
         return self.triggers[-1]
 
 
-def _text(text: str) -> Block:
+def text_block(text: str) -> Block:
     return {"type": "text", "text": text}
 
 
@@ -122,7 +107,7 @@ def memory_blocks(row_lines: Sequence[str]) -> tuple[list[Block], int | None]:
     for start in range(0, len(row_lines), MEMORY_BLOCK_LINES):
         lines = row_lines[start : start + MEMORY_BLOCK_LINES]
         head = "<memory>\n" if start == 0 else ""
-        blocks.append(_text(head + "".join(line + "\n" for line in lines)))
+        blocks.append(text_block(head + "".join(line + "\n" for line in lines)))
         if len(lines) == MEMORY_BLOCK_LINES:
             last_whole = len(blocks) - 1
     return blocks, last_whole
@@ -152,7 +137,7 @@ def tail_blocks(view: PromptView, memory_open: bool) -> tuple[list[Block], int |
             current = ""
     if current:
         groups.append((current, -1))  # partial newest block (or the bare head): never marked
-    blocks = [_text(text) for text, _ in groups]
+    blocks = [text_block(text) for text, _ in groups]
     stable = [i for i, (_, group_end) in enumerate(groups) if group_end > 0]
     return blocks, (stable[-1] if stable else None)
 
@@ -222,7 +207,7 @@ def build_request(
     (bot/core/cache_policy.py)."""
     content, marks = first_user_content(view)
     content = [_marked(block, lifetimes.body) if i in marks else block for i, block in enumerate(content)]
-    content.append(_text(note_text(note)))
+    content.append(text_block(note_text(note)))
     content += [dict(block) for block in files]
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     messages += [{"role": step["role"], "content": list(step["content"])} for step in steps]
@@ -231,7 +216,7 @@ def build_request(
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
-        "system": [_marked(_text(system), lifetimes.system)],
+        "system": [_marked(text_block(system), lifetimes.system)],
         "tools": [dict(tool) for tool in tools],
         "messages": messages,
     }
@@ -250,128 +235,3 @@ def count_cache_marks(request: dict[str, Any]) -> int:
         if isinstance(message.get("content"), list):
             blocks += message["content"]
     return sum(1 for block in blocks if isinstance(block, dict) and "cache_control" in block)
-
-
-def assistant_step(message: Message) -> dict[str, Any]:
-    """The model's output as the next request must carry it back: text and tool calls."""
-    content: list[Block] = []
-    for block in message.content:
-        if block.type == "text" and block.text:
-            content.append(_text(block.text))
-        elif block.type == "tool_use":
-            content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
-    return {"role": "assistant", "content": content}
-
-
-# --- the loop (I/O) -------------------------------------------------------------------------
-
-
-class TurnProgress(Protocol):
-    """What a streamed turn reports while it runs (bot/reply/live.py shows it)."""
-
-    async def text(self, so_far: str) -> None: ...
-
-    async def tool(self, name: str) -> None: ...
-
-
-@dataclass(slots=True)
-class TurnResult:
-    text: str = ""
-    usages: list[Usage] = field(default_factory=list)
-    tool_calls: list[str] = field(default_factory=list)
-    step_limited: bool = False
-    continued: bool = False  # ran out of max_tokens once and was continued
-    cut: bool = False  # ran out of max_tokens again: ended at a sentence
-    failure: str | None = None  # ClaudeError reason, when a call failed
-
-    @property
-    def calls(self) -> int:
-        return len(self.usages)
-
-
-async def _call(
-    client: AsyncAnthropic, request: dict[str, Any], progress: TurnProgress | None, before: str
-) -> Message:
-    """One model call, streamed when there is someone to show it to. ``before`` is the reply
-    text this call continues (after a max_tokens stop), shown ahead of the new text."""
-    if progress is None:
-        return await create_message(client, **request)
-
-    async def on_text(so_far: str) -> None:
-        await progress.text(before + so_far)
-
-    return await stream_message(client, on_text=on_text, on_tool=progress.tool, **request)
-
-
-async def run_turn(
-    client: AsyncAnthropic,
-    *,
-    model: str,
-    max_tokens: int,
-    system: str,
-    tools: Sequence[Block],
-    view: PromptView,
-    note: TurnNote,
-    max_steps: int,
-    run_tool: ToolRunner,
-    files: Sequence[Block] = (),
-    progress: TurnProgress | None = None,
-    lifetimes: MarkLifetimes = ALL_FIVE_MINUTES,
-) -> TurnResult:
-    """Call the model, run its tools, repeat, at most ``max_steps`` calls (plus one to continue
-    a reply cut by ``max_tokens``). Never raises for a failed call: ``failure`` says why, and
-    ``usages`` holds every call that was answered. With ``progress`` the calls are streamed."""
-    result = TurnResult()
-    steps: list[dict[str, Any]] = []
-    before = ""  # the reply text a continuation adds to
-    step = 0
-    while True:
-        step += 1
-        request = build_request(
-            model=model,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            view=view,
-            note=note,
-            steps=steps,
-            files=files,
-            lifetimes=lifetimes,
-        )
-        try:
-            message = await _call(client, request, progress, before)
-        except ClaudeError as exc:
-            result.failure = exc.reason
-            return result
-        result.usages.append(usage_from_response(message))
-        text = message_text(message)
-        if message.stop_reason == "max_tokens":
-            # A tool call cut by the limit has incomplete input: keep only the text.
-            if not result.continued and text.strip():
-                result.continued = True
-                steps.append({"role": "assistant", "content": [_text(text)]})
-                steps.append({"role": "user", "content": [_text(CONTINUE_NOTE)]})
-                before += text
-                continue
-            result.cut = True
-            result.text = end_at_sentence(before + text) if (before + text).strip() else ""
-            return result
-        uses = [block for block in message.content if block.type == "tool_use"]
-        result.text = (before + text).strip()
-        if not uses:
-            return result
-        if step >= max_steps:
-            # It still wanted to look something up: its text is at best a preamble.
-            result.step_limited = True
-            result.text = f"{result.text}\n\n{STEP_LIMIT_NOTE}" if result.text else STEP_LIMIT_NOTE
-            return result
-        before = ""
-        steps.append(assistant_step(message))
-        results: list[Block] = []
-        for use in uses:
-            result.tool_calls.append(use.name)
-            outcome = await run_tool(use.name, use.input)
-            results.append(outcome.block(use.id))
-        if step + 1 == max_steps:
-            results.append(_text(LAST_STEP_NOTE))
-        steps.append({"role": "user", "content": results})

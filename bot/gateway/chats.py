@@ -12,7 +12,7 @@ from typing import Any
 import discord
 
 from bot.services import services_of
-from memory import ChatInfo, ChatKey, NewMessage, Rendered
+from memory import ChatInfo, ChatKey, MemoryEngine, NewMessage, Rendered
 
 # Guild channels whose messages are a conversation. Voice and stage channels have a text chat
 # of their own; forum and media posts are threads.
@@ -70,11 +70,7 @@ async def chat_for_channel(bot: discord.Client, channel: Any, person: Any = None
     if info is not None:
         if info.paused:
             return None
-        renamed = key is not None and info.name != key.name[:200] and key.name != f"dm-{channel.id}"
-        learned = key is not None and key.recipient_id is not None and info.recipient_id is None
-        if renamed or learned:
-            assert key is not None
-            await engine.ensure_chat(key)  # renamed (keep `eva stats` readable), or its person now known
+        await keep_current(engine, info, key)
         return info.id
     if key is None and isinstance(channel, discord.PartialMessageable):
         # Not in discord.py's cache (a thread we were just added to, say): ask Discord what it is.
@@ -90,6 +86,17 @@ async def chat_for_channel(bot: discord.Client, channel: Any, person: Any = None
     if key.kind == "dm" and (key.recipient_id is None or key.recipient_id in await engine.opted_out(None)):
         return None
     return await engine.ensure_chat(key)
+
+
+async def keep_current(engine: MemoryEngine, info: ChatInfo, key: ChatKey | None) -> None:
+    """A known chat under its channel's name now (keep `eva stats` readable), and a DM's person
+    once known."""
+    if key is None:
+        return
+    renamed = info.name != key.name[:200] and key.name != f"dm-{key.discord_id}"
+    learned = key.recipient_id is not None and info.recipient_id is None
+    if renamed or learned:
+        await engine.ensure_chat(key)
 
 
 def channel_for_chat(bot: discord.Client, info: ChatInfo) -> Any:
@@ -139,24 +146,20 @@ def replied_snowflake(message: discord.Message) -> int | None:
     return ref.message_id
 
 
-def message_to_new(
-    message: discord.Message, reply_index: int | None, rendered: Rendered | None = None
-) -> NewMessage:
-    """The log entry of a message; ``rendered``: its visible text with mentions as names
-    (bot/gateway/mentions.py), else the text as Discord sent it."""
-    content, tags = visible(message)
-    if rendered is not None:
-        content = rendered.text
-    return NewMessage(
+def log_entry(message: discord.Message, rendered: Rendered) -> tuple[NewMessage, int | None]:
+    """The one log entry of a message and the snowflake it replies to (its index is found under
+    the chat's lock when it is appended); ``rendered``: its visible text with mentions as names
+    (bot/gateway/mentions.py)."""
+    entry = NewMessage(
         author_name=message.author.display_name,  # nick, else global name, else username
         created_at=message.created_at,
-        content=content,
+        content=rendered.text,
         author_id=message.author.id,
         snowflake=message.id,
         is_bot=message.author.bot,
-        attachments=tags,
-        reply_to=reply_index,
+        attachments=visible(message)[1],
         edited_at=message.edited_at,
-        mention_ids=rendered.mention_ids if rendered is not None else (),
-        mention_names=rendered.mention_names if rendered is not None else (),
+        mention_ids=rendered.mention_ids,
+        mention_names=rendered.mention_names,
     )
+    return entry, replied_snowflake(message)

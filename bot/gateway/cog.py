@@ -15,13 +15,15 @@ import structlog
 from discord.ext import commands
 
 from bot.gateway.ingest import ChannelQueue, Ingest
-from bot.gateway.reconcile import Reconciler, absent_guilds
+from bot.gateway.reconcile import absent_guilds
+from bot.gateway.running import INGEST_COG
+from bot.gateway.walk import Reconciler
 from bot.services import services_of
 
 log = structlog.get_logger(__name__)
 
 
-class IngestCog(commands.Cog):
+class IngestCog(commands.Cog, name=INGEST_COG):
     def __init__(self, bot: commands.Bot, ingest: Ingest, reconciler: Reconciler) -> None:
         self.bot, self.ingest, self.reconciler = bot, ingest, reconciler
         self._ready_seen = False
@@ -153,10 +155,4 @@ async def setup(bot: commands.Bot) -> None:
     services = services_of(bot)
     ingest = Ingest(bot, services)
     reconciler = Reconciler(ingest, tick_seconds=services.settings.reconcile_tick)
-    services.ingest, services.reconciler = ingest, reconciler
     await bot.add_cog(IngestCog(bot, ingest, reconciler))
-
-
-async def teardown(bot: commands.Bot) -> None:
-    services = services_of(bot)
-    services.ingest = services.reconciler = None

@@ -26,17 +26,15 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import discord
 
+from bot.gateway.fences import Fence, snowflake_after
+from bot.gateway.ingest import Ingest
 from bot.gateway.ops import Backfill, Barrier
 from memory.errors import DatabaseUnavailable, UserFacingError
-
-if TYPE_CHECKING:
-    from bot.gateway.ingest import Ingest
-    from bot.services import Services
 
 # A press reaches the bot 0.05-0.3 s after Discord stamped it (gateway latency); a second
 # covers a slow gateway and a busy event loop. The cost: a message of the erased person (of
@@ -46,21 +44,10 @@ MARGIN_MS = 1_000
 # (bot/commands/ui.py): an erasure may wait up to 10 minutes for ingest to catch up (a week's backlog
 # of a busy guild is fetched in a few minutes, 100 messages a request).
 CATCH_UP_SECONDS = 600.0
-# A gateway session can be resumed for a few minutes after it dropped, and a RESUME replays
-# the events missed meanwhile: a fence outlives its erasure by 15 minutes of Discord's clock
-# (the newest snowflake ingest has seen: our own clocks may jump, or be simulated in tests).
-FENCE_KEEP_SECONDS = 900.0
-_TIMESTAMP_SHIFT = 22  # a snowflake's milliseconds since Discord's epoch sit above 22 bits
 
 
 class CatchingUp(UserFacingError):
     """Ingest did not handle what it had queued within CATCH_UP_SECONDS: nothing was erased."""
-
-
-def snowflake_after(snowflake: int, seconds: float) -> int:
-    """The smallest snowflake of the millisecond ``seconds`` after ``snowflake``'s."""
-    milliseconds = (snowflake >> _TIMESTAMP_SHIFT) + max(int(seconds * 1000), 0)
-    return milliseconds << _TIMESTAMP_SHIFT
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +58,10 @@ class DiscordClock:
     held_at: float  # time.monotonic(): the wall clock may jump, an event loop's may be simulated
 
     @classmethod
-    def of(cls, services: Services, asked_at: int | None) -> DiscordClock:
+    def of(cls, ingest: Ingest | None, asked_at: int | None) -> DiscordClock:
         """From the press (``asked_at``), or the newest snowflake ingest has seen, whichever is
         later; with neither (no ingest in this process), from our own clock."""
-        seen = int(getattr(services.ingest, "newest_seen", 0) or 0)
+        seen = ingest.newest_seen if ingest is not None else 0
         base = max(asked_at or 0, seen) or discord.utils.time_snowflake(discord.utils.utcnow())
         return cls(base, time.monotonic())
 
@@ -84,106 +71,22 @@ class DiscordClock:
         return snowflake_after(self.base, elapsed + MARGIN_MS / 1000)
 
 
-@dataclass(eq=False)
-class Fence:
-    """One person's erasure in a guild (``guild_id`` None: their direct messages)."""
-
-    guild_id: int | None
-    person_id: int
-    before: int | None = None  # None while the erasure runs: all their messages are refused
-    kept_until: int | None = None  # a snowflake (Discord's clock); None while it runs
-    held_back: dict[int, int] = field(default_factory=dict)  # channel -> oldest message refused
-
-    def in_scope(self, message: discord.Message) -> bool:
-        if message.guild is not None:
-            return message.guild.id == self.guild_id
-        return self.guild_id is None
-
-    def older(self, message: discord.Message) -> bool:
-        return self.before is None or message.id < self.before
-
-    def covers(self, message: discord.Message, bot_id: int | None) -> bool:
-        """Whether ``message`` is theirs and older than the erasure: in a DM, the bot's side
-        of their DM too (the whole DM memory goes)."""
-        if not (self.in_scope(message) and self.older(message)):
-            return False
-        if message.author.id == self.person_id:
-            return True
-        if message.guild is None and bot_id is not None and message.author.id == bot_id:
-            recipient = getattr(message.channel, "recipient", None)
-            return recipient is not None and recipient.id == self.person_id
-        return False
-
-
-class Fences:
-    """The erasures ingest must respect now (in memory only: their floors are in the database)."""
-
-    def __init__(self, discord_now: Callable[[], int] = lambda: 0) -> None:
-        self._fences: list[Fence] = []
-        self._discord_now = discord_now  # the newest snowflake seen
-
-    def add(self, fence: Fence) -> Fence:
-        self._prune()
-        self._fences.append(fence)
-        return fence
-
-    def remove(self, fence: Fence) -> None:
-        with contextlib.suppress(ValueError):
-            self._fences.remove(fence)
-
-    def close(self, fence: Fence, before: int) -> None:
-        """The erasure committed: from now on only messages older than ``before`` are refused."""
-        fence.before = before
-        fence.kept_until = snowflake_after(before, FENCE_KEEP_SECONDS)
-
-    def refuses(self, message: discord.Message, bot_id: int | None) -> bool:
-        """Whether ``message`` must not be logged; the refusal is noted (to give it back if the
-        erasure fails)."""
-        refused = False
-        for fence in self._live():
-            if fence.covers(message, bot_id):
-                refused = True
-                if fence.before is None:
-                    channel = message.channel.id
-                    fence.held_back[channel] = min(fence.held_back.get(channel, message.id), message.id)
-        return refused
-
-    def hidden(self, message: discord.Message) -> set[int]:
-        """People ``message`` must not name (it was written before their erasure)."""
-        return {f.person_id for f in self._live() if f.in_scope(message) and f.older(message)}
-
-    def narrow(self, guild_id: int | None, person_id: int, before: int) -> None:
-        """The person asked for something after their erasure (/remember-me): what they
-        write from ``before`` on is surely written after it."""
-        for fence in self._live():
-            if (fence.guild_id, fence.person_id) == (guild_id, person_id) and fence.before is not None:
-                fence.before = min(fence.before, before)
-
-    def _live(self) -> list[Fence]:
-        self._prune()
-        return list(self._fences)
-
-    def _prune(self) -> None:
-        now = self._discord_now()
-        self._fences = [f for f in self._fences if f.kept_until is None or f.kept_until > now]
-
-
 @contextlib.asynccontextmanager
 async def erasing(
-    services: Services, guild_id: int | None, person_id: int, asked_at: int | None = None
+    ingest: Ingest | None, guild_id: int | None, person_id: int, asked_at: int | None = None
 ) -> AsyncIterator[Callable[[], int]]:
     """Around one person's erasure in a guild (None: DMs): raise their fence, wait until ingest
     has handled what it holds for that scope, then run the erasure with the moment it yields
     (asked for at the end of the erasure's transaction). If the erasure fails, the fence comes
-    down and what it held back is fetched again. ``asked_at``: the press's snowflake."""
-    clock = DiscordClock.of(services, asked_at)
-    ingest: Any = services.ingest
-    fences: Fences | None = getattr(ingest, "fences", None)
-    if fences is None:  # no ingest in this process: nothing else writes
+    down and what it held back is fetched again. ``asked_at``: the press's snowflake;
+    ``ingest``: None when no ingest runs in this process (nothing else writes)."""
+    clock = DiscordClock.of(ingest, asked_at)
+    if ingest is None:
         yield clock.moment
         return
     if asked_at:  # the press is on Discord's clock too
         ingest.newest_seen = max(ingest.newest_seen, asked_at)
+    fences = ingest.fences
     fence = fences.add(Fence(guild_id, person_id))
     try:
         await caught_up(ingest, guild_id, CATCH_UP_SECONDS)
@@ -241,15 +144,14 @@ def give_back(ingest: Ingest, held_back: dict[int, int]) -> None:
             ingest.push(q, Backfill(after=oldest - 1))
 
 
-def wipe_moment(services: Services, asked_at: int | None = None) -> Callable[[], int]:
+def wipe_moment(ingest: Ingest | None, asked_at: int | None = None) -> Callable[[], int]:
     """The moment of a wipe asked for at ``asked_at`` (the press), for the end of its transaction."""
-    return DiscordClock.of(services, asked_at).moment
+    return DiscordClock.of(ingest, asked_at).moment
 
 
 def narrow_after_opt_in(
-    services: Services, guild_id: int | None, person_id: int, asked_at: int | None
+    ingest: Ingest | None, guild_id: int | None, person_id: int, asked_at: int | None
 ) -> None:
     """/remember-me at ``asked_at``: the person's own later messages are logged again."""
-    fences: Fences | None = getattr(services.ingest, "fences", None)
-    if fences is not None and asked_at:
-        fences.narrow(guild_id, person_id, asked_at)
+    if ingest is not None and asked_at:
+        ingest.fences.narrow(guild_id, person_id, asked_at)

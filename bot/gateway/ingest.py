@@ -6,7 +6,7 @@ How (docs/design.md sections 4 and 10):
   edit, erase, backfill) drained by a short-lived task that ends when the queue is empty, so
   ingest never blocks the gateway and no task waits forever on an empty queue.
 - A write that fails for a reason that goes away (the database down, its disk full, a
-  cancelled or timed-out statement, a lock timeout, a deadlock: bot/ingest_queue.transient)
+  cancelled or timed-out statement, a lock timeout, a deadlock: bot/gateway/ops.py, transient)
   is tried again, first after RETRY_SECONDS (1 s) then backing off to 8 s, and new messages
   wait in memory, at most MAX_BUFFERED (10,000, about 10 MB of typical messages) across all
   chats. A message that does not fit is dropped with a warning (ids only) and the channel
@@ -30,14 +30,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import discord
 import structlog
 
-from bot.gateway import writer as ingest_write
-from bot.gateway.backfill import queue_backfills
-from bot.gateway.chats import LOGGED_TYPES, chat_for_channel, is_dm, visible
+from bot.gateway.backfill import backfill_channel
+from bot.gateway.chats import channel_for_chat, visible
 from bot.gateway.mentions import MentionLookup
 from bot.gateway.ops import (
     BACKFILL_AFTER_SECONDS,
@@ -45,9 +44,11 @@ from bot.gateway.ops import (
     Backfill,
     Barrier,
     ChannelQueue,
+    DatabaseOutage,
     Edit,
     Erase,
     Op,
+    Reconcile,
     leave_to_backfill,
     outage,
     parent_id,
@@ -55,13 +56,12 @@ from bot.gateway.ops import (
     take,
     transient,
 )
-from bot.gateway.reconcile import Reconcile
+from bot.gateway.reconcile import run_page, window_start
 from bot.gateway.refusals import Refusals
+from bot.gateway.writer import LogWriter, skip_unstorable
+from bot.services import Services
+from memory import ErasureReport
 from memory.errors import DatabaseUnavailable
-
-if TYPE_CHECKING:
-    from bot.services import Services
-    from memory.privacy.erase import ErasureReport
 
 log = structlog.get_logger(__name__)
 
@@ -103,29 +103,18 @@ class Ingest:
         self.newest_seen = 0  # the newest snowflake seen on the gateway: Discord's time, roughly
         self.refusals = Refusals(bot, self.engine, lambda: self.newest_seen)
         self.fences = self.refusals.fences  # erasures in progress (bot/gateway/erasure_order.py)
-        self.channel_of_chat: dict[int, int] = {}
-        self._drains = asyncio.Semaphore(MAX_DRAINS)
         self.mentions = MentionLookup(bot)
-        self._database_down = False
-        self._down_waiters: list[asyncio.Future[None]] = []  # resolved when writes start failing
+        self.writer = LogWriter(bot, services, self.refusals, self.mentions)
+        self._drains = asyncio.Semaphore(MAX_DRAINS)
+        self.outage = DatabaseOutage()
         self._gate_opened = asyncio.Event()  # set (and replaced) each time writing may resume
         self._closed = False
 
     # --- what gets queued (called from gateway handlers; never awaits)
-    def loggable(self, message: discord.Message) -> bool:
-        if message.type not in LOGGED_TYPES or message.flags.ephemeral:
-            return False
-        me = self.bot.user
-        if me is not None and message.author.id == me.id:
-            return True
-        if message.author.bot and self.settings.ignore_bots:
-            return False
-        return not (is_dm(message.channel) and not self.settings.reply_in_dms)
-
     def queue_message(self, message: discord.Message) -> bool:
         """Queue a live message; False when it is not logged here or had to be dropped."""
         self.newest_seen = max(self.newest_seen, message.id)
-        if self._closed or not self.loggable(message):
+        if self._closed or not self.writer.loggable(message):
             return False
         q = self.queue_for(message.channel, message.guild.id if message.guild else None)
         if self.buffered >= self.max_buffered:
@@ -193,10 +182,7 @@ class Ingest:
                     if isinstance(op, Backfill) and op.chat_id is None:
                         q.recovery_pending = False
                     try:
-                        if isinstance(op, Append):
-                            await self._apply_appends(q, [b for b in batch if isinstance(b, Append)])
-                        else:
-                            await self._apply(q, op)
+                        await self._apply(q, op, batch)
                     except Exception as exc:
                         if self._closed:
                             return  # shutting down (Discord's session is closed): the next start backfills
@@ -208,10 +194,10 @@ class Ingest:
                             q.ops.extendleft(reversed(batch))
                             q.singly = len(batch)  # find the one that fails; write the others
                             continue
-                        ingest_write.skip_unstorable(q, op, exc)
+                        skip_unstorable(q, op, exc)
                     q.failures, q.unwritable_for = 0, 0.0
                     self.buffered -= sum(isinstance(done, Append) for done in batch)
-                    self._recovered()
+                    self.outage.ended(self.buffered, self.dropped)
         finally:
             q.task = None
             if not q.ops:
@@ -222,7 +208,7 @@ class Ingest:
         failures the channel's waiting messages make way for a backfill."""
         q.failures += 1
         if outage(exc):
-            self._outage(exc)
+            self.outage.started(exc, self.buffered)
         else:  # one statement of this chat (a lock timeout, a deadlock): the database is up
             log.info(
                 "ingest.write_retried",
@@ -243,25 +229,6 @@ class Ingest:
             self.buffered -= moved
             log.warning("ingest.left_to_backfill", channel_id=q.channel_id, messages=moved)
 
-    def _outage(self, exc: Exception) -> None:
-        if not self._database_down:
-            self._database_down = True
-            for waiter in self._down_waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
-            self._down_waiters.clear()
-            log.warning(
-                "ingest.database_unavailable",
-                error=type(exc).__name__,
-                sqlstate=getattr(exc, "sqlstate", None),
-                buffered=self.buffered,
-            )
-
-    def _recovered(self) -> None:
-        if self._database_down:
-            self._database_down = False
-            log.info("ingest.database_back", buffered=self.buffered, dropped=self.dropped)
-
     async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """``call()`` until the database answers (for work outside the queues)."""
         failures = 0
@@ -272,43 +239,41 @@ class Ingest:
                 if not transient(exc):
                     raise
                 failures += 1
-                self._outage(exc)
+                self.outage.started(exc, self.buffered)
                 await self.retry_wait(retry_delay(failures, self.retry_seconds))
                 continue
-            self._recovered()
+            self.outage.ended(self.buffered, self.dropped)
             return result
 
     # --- writing (bot/gateway/writer.py)
-    async def _apply(self, q: ChannelQueue, op: Op) -> None:
-        await ingest_write.apply(self, q, op)
-
-    async def _apply_appends(self, q: ChannelQueue, batch: list[Append]) -> None:
-        await ingest_write.apply_appends(self, q, batch)
-
-    async def chat_of(self, q: ChannelQueue, channel: Any, person: Any = None) -> int | None:
-        chat_id = await chat_for_channel(self.bot, channel, person)
-        if chat_id is not None:
-            self.channel_of_chat[chat_id] = q.channel_id
-        return chat_id
-
-    async def store(self, chat_id: int, message: discord.Message) -> int | None:
-        """Log one message unless it is refused; its index, or None (refused or duplicate)."""
-        return await ingest_write.store(self, chat_id, message)
-
-    async def hidden_people(self, message: discord.Message) -> set[int]:
-        """People a new line must not name (bot/gateway/refusals.py)."""
-        return await self.refusals.hidden(message)
+    async def _apply(self, q: ChannelQueue, op: Op, batch: list[Op]) -> None:
+        """One batch taken from the head of the queue: appends, else the one op ``op``."""
+        if isinstance(op, Append):
+            await self.writer.append_batch(q, [b for b in batch if isinstance(b, Append)])
+        elif isinstance(op, Edit | Erase):
+            await self.writer.change(q, op)
+        elif isinstance(op, Backfill):
+            await backfill_channel(self.writer, q, op)
+        elif isinstance(op, Reconcile):
+            following = await run_page(self.writer, q, op)
+            if following is not None:
+                self.push(q, following)  # behind what arrived meanwhile: live messages keep flowing
 
     async def refresh_opt_outs(self, guild_id: int | None) -> None:
         """The opt-out list of a guild (None: DMs) changed (/forget-me, /remember-me)."""
         await self.refusals.refresh(guild_id)
+
+    async def shown_text(self, message: discord.Message, content: str) -> str:
+        """``content`` with its mentions as names, as ingest logs it, for a message that is shown
+        to the model without being logged (its author opted out, or the chat is paused)."""
+        return (await self.mentions.render(message, content, await self.writer.hidden_people(message))).text
 
     # --- flush and lifecycle
     async def flush(self, chat_id: int | None = None, timeout: float | None = None) -> bool:  # noqa: ASYNC109
         """Wait until everything queued for this chat (every chat: None, or a chat not seen by
         ingest yet) is written; False when ``timeout`` seconds passed first (the reply cog
         bounds its wait this way: while the database is down nothing gets written)."""
-        channel_id = self.channel_of_chat.get(chat_id) if chat_id is not None else None
+        channel_id = self.writer.channel_of_chat.get(chat_id) if chat_id is not None else None
         if channel_id is not None:
             queues = [self.queues[channel_id]] if channel_id in self.queues else []
         else:
@@ -336,12 +301,7 @@ class Ingest:
 
     def when_down(self) -> asyncio.Future[None]:
         """A future resolved once writes fail for the whole database (at once if they do now)."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self._database_down:
-            waiter.set_result(None)
-        else:
-            self._down_waiters.append(waiter)
-        return waiter
+        return self.outage.when_down()
 
     def opened(self) -> None:
         """Writing resumed (resync has queued its backfills): wake who waits for it."""
@@ -359,7 +319,37 @@ class Ingest:
         """Queue a backfill at the head of each logged channel's queue (of one guild, or all),
         then (``reconcile``: events were lost) a comparison of the window around the outage
         with Discord (bot/gateway/reconcile.py), then write again. Returns the number of channels queued."""
-        return await queue_backfills(self, guild_id, reconcile=reconcile)
+        engine = self.engine
+        try:
+            chats = await self.retrying(engine.logged_discord_chats)
+            # Read before any backfill runs: the newest message logged before the outage.
+            last_at = await self.retrying(lambda: engine.last_message_times([c.id for c in chats]))
+        except Exception as exc:  # a bug must not keep the gate shut: log live messages anyway
+            log.error("ingest.resync_failed", guild_id=guild_id, error=type(exc).__name__)
+            chats, last_at = [], {}
+        queued = 0
+        for info in chats:
+            if guild_id is not None and info.guild_id != guild_id:
+                continue
+            if info.paused or (info.kind == "dm" and not self.settings.reply_in_dms):
+                continue
+            channel = channel_for_chat(self.bot, info)
+            if channel is None:
+                continue
+            self.writer.channel_of_chat[info.id] = channel.id
+            q = self.queue_for(channel, info.guild_id)
+            self.push(q, Backfill(chat_id=info.id), first=True)
+            after = window_start(last_at.get(info.id), self.settings.reconcile_recent) if reconcile else None
+            if after is not None:
+                q.ops.insert(1, Reconcile(info.id, after))  # right behind its backfill, before live events
+            queued += 1
+        if guild_id is None:
+            self.is_open = True
+        else:
+            self.held_guilds.discard(guild_id)
+        self.opened()
+        self.kick_all()
+        return queued
 
     async def forget_channels(
         self, match: Callable[[ChannelQueue], bool], forget: Callable[[], Awaitable[ErasureReport]]

@@ -146,13 +146,3 @@ def _public(channel: Any, guild: discord.Guild) -> bool:
         return bool(channel.permissions_for(guild.default_role).view_channel)
     except (AttributeError, discord.ClientException):
         return False
-
-
-async def shown_text(services: Any, message: discord.Message, content: str) -> str:
-    """``content`` with its mentions as names, as ingest logs it, for a message that is shown
-    to the model without being logged (its author opted out, or the chat is paused)."""
-    ingest = services.ingest
-    lookup = getattr(ingest, "mentions", None)
-    if ingest is None or not isinstance(lookup, MentionLookup):
-        return content
-    return (await lookup.render(message, content, await ingest.hidden_people(message))).text

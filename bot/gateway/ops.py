@@ -10,10 +10,12 @@ from typing import Any
 
 import aiohttp
 import discord
+import structlog
 from discord import DiscordServerError
 
-from bot.gateway.reconcile import Reconcile
 from memory.errors import DatabaseUnavailable, TransientStorageError
+
+log = structlog.get_logger("bot.gateway.ingest")
 
 # Waits between tries of a write that failed for a reason that goes away: 1 s, 2 s, 4 s, then
 # every 8 s. The first try comes soon (a database restart takes seconds and a person may be
@@ -45,6 +47,44 @@ def outage(exc: BaseException) -> bool:
     return isinstance(code, str) and code.startswith("53")
 
 
+class DatabaseOutage:
+    """Whether ingest's writes fail for the whole database now (:func:`outage`), logged once
+    when it starts and once when it ends, and who waits to hear that it started (an erasure:
+    bot/gateway/erasure_order.py)."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self._waiters: list[asyncio.Future[None]] = []  # resolved when writes start failing
+
+    def started(self, exc: Exception, buffered: int) -> None:
+        if self.down:
+            return
+        self.down = True
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+        log.warning(
+            "ingest.database_unavailable",
+            error=type(exc).__name__,
+            sqlstate=getattr(exc, "sqlstate", None),
+            buffered=buffered,
+        )
+
+    def ended(self, buffered: int, dropped: int) -> None:
+        if self.down:
+            self.down = False
+            log.info("ingest.database_back", buffered=buffered, dropped=dropped)
+
+    def when_down(self) -> asyncio.Future[None]:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.down:
+            waiter.set_result(None)
+        else:
+            self._waiters.append(waiter)
+        return waiter
+
+
 def retry_delay(failures: int, first: float) -> float:
     """Seconds to wait after the ``failures``-th failure in a row (1-based)."""
     return min(first * 2 ** max(failures - 1, 0), max(MAX_RETRY_SECONDS, first))
@@ -72,6 +112,15 @@ class Erase:
 class Backfill:
     chat_id: int | None = None  # None: resolve (and create) the chat from the channel
     after: int | None = None  # start here when the chat has nothing logged yet
+
+
+@dataclass(slots=True)
+class Reconcile:
+    """One page of reconciliation with Discord's history (bot/gateway/reconcile.py)."""
+
+    chat_id: int
+    after: int  # snowflake, exclusive
+    walk: bool = False  # a page of the background walk (else the window after a reconnect)
 
 
 @dataclass(slots=True)

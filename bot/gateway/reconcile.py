@@ -8,9 +8,9 @@ its lines are rebuilt).
   is compared from RECONCILE_RECENT (24 h) before its newest logged message up to now:
   the bot was connected when it logged that message, so this covers the outage and at
   least the day before it. A RESUME replays every missed event, so it needs none.
-- A background walk goes through each chat's whole history, oldest first, one page of 100
-  messages at a time, spread evenly over RECONCILE_PERIOD (30 days): an old deletion is
-  found in the end. Its cursor is stored, so a restart resumes the walk.
+- A background walk (bot/gateway/walk.py) goes through each chat's whole history, oldest
+  first, one page of 100 messages at a time, spread evenly over RECONCILE_PERIOD (30 days): an
+  old deletion is found in the end. Its cursor is stored, so a restart resumes the walk.
 - Guilds the bot is no longer in (absent from READY) are forgotten like a live removal;
   guilds in READY but unavailable (a Discord outage) are kept.
 
@@ -26,32 +26,22 @@ by the same rules: a page that raced an erasure cannot bring the person back eit
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 import structlog
 
-from bot.gateway.chats import channel_for_chat, is_dm, visible
-from memory.privacy.reconcile import PAGE, LoggedMessage, text_digest
-from memory.storage.log import storable
+from bot.gateway.chats import is_dm, visible
+from bot.gateway.ops import ChannelQueue, Reconcile
+from bot.gateway.writer import LogWriter
+from memory import RECONCILE_PAGE, LoggedMessage, storable, text_digest
 from memory.text.mentions import MentionNames, names_for_version, render_mentions, same_but_redacted
 from memory.text.records import message_text
 
-if TYPE_CHECKING:
-    from bot.gateway.ingest import ChannelQueue, Ingest
-
 log = structlog.get_logger(__name__)
-
-TICK_SECONDS = 60.0  # how often the background walk looks for due pages
-# Pages queued per tick at most: 10 a minute is far below Discord's limits (50 requests/s
-# globally, and history is limited per channel), even when every chat is due at once.
-PAGES_PER_TICK = 10
-LEASE = timedelta(minutes=10)  # a claimed page not done by then is claimed again
 
 
 # --- the plan (pure)
@@ -141,13 +131,6 @@ def window_start(last_message_at: datetime | None, recent: float) -> int | None:
 # --- one page, run inside the channel's ingest queue
 
 
-@dataclass(slots=True)
-class Reconcile:
-    chat_id: int
-    after: int  # snowflake, exclusive
-    walk: bool = False  # a page of the background walk (else the window after a reconnect)
-
-
 def readable(channel: Any) -> bool:
     """Whether Discord would show us this channel's history. Without Read Message History it
     answers an empty list, not an error: taken at its word, every message would be erased."""
@@ -160,31 +143,31 @@ def readable(channel: Any) -> bool:
     return permissions.view_channel and permissions.read_message_history
 
 
-async def _seen(ingest: Ingest, message: discord.Message) -> SeenMessage:
+async def _seen(writer: LogWriter, message: discord.Message) -> SeenMessage:
     """Discord's message with names for its ids: raw ``<@id>`` compared with a logged ``@name``
     would look like an edit on every pass, and the edit would store the raw form."""
     content, tags = visible(message)
-    names = await ingest.mentions.lookup(message, content, await ingest.hidden_people(message))
+    names = await writer.mentions.lookup(message, content, await writer.hidden_people(message))
     return SeenMessage(message.id, content, tags, names)
 
 
-async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile | None:
+async def run_page(writer: LogWriter, q: ChannelQueue, op: Reconcile) -> Reconcile | None:
     """Compare one page and apply the plan; returns the next page of a reconnect window."""
-    engine, services = ingest.engine, ingest.services
+    engine, services = writer.engine, writer.services
     if not readable(q.channel):
         log.info("reconcile.skipped", channel_id=q.channel_id, chat_id=op.chat_id, reason="no history access")
         return None
     try:
-        history = q.channel.history(limit=PAGE, after=discord.Object(op.after), oldest_first=True)
-        page = [await _seen(ingest, m) async for m in history]
+        history = q.channel.history(limit=RECONCILE_PAGE, after=discord.Object(op.after), oldest_first=True)
+        page = [await _seen(writer, m) async for m in history]
     except (discord.NotFound, discord.Forbidden) as exc:
         # A deleted channel is forgotten by the backfill queued before this; no access: skip.
         log.info("reconcile.skipped", channel_id=q.channel_id, chat_id=op.chat_id, reason=type(exc).__name__)
         return None
-    full = len(page) == PAGE
+    full = len(page) == RECONCILE_PAGE
     until = max(m.snowflake for m in page) if full else None
     logged = await engine.logged_after(op.chat_id, op.after, until)
-    plan = plan_page(logged, page, op.after, full=full, compare_text=ingest.bot.intents.message_content)
+    plan = plan_page(logged, page, op.after, full=full, compare_text=writer.bot.intents.message_content)
     if plan.erase:
         report = await engine.erase_messages(op.chat_id, plan.erase)
         log.info("reconcile.erased", chat_id=op.chat_id, messages=report.messages, lines=report.nodes)
@@ -194,69 +177,11 @@ async def run_page(ingest: Ingest, q: ChannelQueue, op: Reconcile) -> Reconcile 
         log.info("reconcile.edited", chat_id=op.chat_id, messages=len(plan.edit))
     now = services.clock.now()
     if op.walk:
-        period = timedelta(seconds=ingest.settings.reconcile_period)
+        period = timedelta(seconds=writer.settings.reconcile_period)
         await engine.walk_page_done(op.chat_id, plan.next_after, now, period)
-        return None  # the walk's next page waits for its turn (Reconciler.step)
+        return None  # the walk's next page waits for its turn (bot/gateway/walk.py, Reconciler.step)
     if plan.next_after is not None:
         return Reconcile(op.chat_id, plan.next_after)
     await engine.recent_done(op.chat_id, now)
     log.info("reconcile.window_done", chat_id=op.chat_id)
     return None
-
-
-# --- the background walk
-
-
-class Reconciler:
-    """Queues the walk's due pages every TICK_SECONDS while the gateway is connected. A tick
-    with nothing due is two indexed statements."""
-
-    def __init__(self, ingest: Ingest, *, tick_seconds: float = TICK_SECONDS) -> None:
-        self.ingest = ingest
-        self.tick_seconds = tick_seconds
-        self._task: asyncio.Task[None] | None = None
-
-    async def step(self) -> int:
-        """Queue the pages that are due; returns how many."""
-        ingest = self.ingest
-        if not ingest.is_open:
-            return 0  # not connected: the walk waits (due pages stay due)
-        services = ingest.services
-        now = services.clock.now()
-        due = await services.engine.claim_due_walks(now, LEASE, PAGES_PER_TICK)
-        queued = 0
-        for walk in due:
-            chat = await services.engine.chat(walk.chat_id)
-            if chat is None or chat.paused or chat.discord_id is None:
-                continue
-            if chat.kind == "dm" and not ingest.settings.reply_in_dms:
-                continue
-            channel = channel_for_chat(ingest.bot, chat)
-            if channel is None:
-                continue  # its guild is unavailable or the thread archived: claimed again after the lease
-            ingest.queue_reconcile(channel, chat.guild_id, Reconcile(chat.id, walk.after, walk=True))
-            queued += 1
-        return queued
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="reconcile-walk")
-
-    async def _run(self) -> None:
-        failing = False
-        while True:
-            await asyncio.sleep(self.tick_seconds)
-            try:
-                await self.step()
-                failing = False
-            except Exception as exc:  # the database is down: the next tick tries again
-                if not failing:
-                    log.warning("reconcile.tick_failed", error=type(exc).__name__)
-                failing = True
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

@@ -1,7 +1,10 @@
-"""Who ingest must not log or name: people who opted out where a message was written (the
-database's list, cached per guild) and people whose erasure is running or has just committed
-(their fences, bot/gateway/erasure_order.py). Checked when a message is written, not when it is
-queued, so an opt-out or an erasure applies to messages still waiting in the queue."""
+"""Who ingest must not log or name: people who opted out where a message was written and
+people whose erasure is running or has just committed (their fences, bot/gateway/erasure_order.py).
+Checked when a message is written, not when it is queued, so an opt-out or an erasure applies to
+messages still waiting in the queue: the fences here, right before the write; the opt-outs by the
+engine, inside the append's own transaction (MemoryEngine.append_from_discord), given the person
+each message is :meth:`about <Refusals.about>`. The names a new line must not show come from the
+opt-out list cached per guild, refreshed on /forget-me and /remember-me."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Any
 
 import discord
 
-from bot.gateway.erasure_order import Fences
+from bot.gateway.fences import Fences
 from memory import MemoryEngine
 
 
@@ -20,13 +23,25 @@ class Refusals:
         self.fences = Fences(discord_now)
         self._opt_outs: dict[int, set[int]] = {}
 
-    async def refuses(self, message: discord.Message) -> bool:
-        """Whether ``message`` must not be logged: its author (in a DM: the person it is with)
-        opted out, or is being erased (or was, after the message was written)."""
+    def fenced(self, message: discord.Message) -> bool:
+        """Whether ``message``'s author (in a DM: the person it is with) is being erased, or was
+        after the message was written."""
         me = self.bot.user
-        if self.fences.refuses(message, me.id if me is not None else None):
-            return True
-        return await self._opted_out(message)
+        return self.fences.refuses(message, me.id if me is not None else None)
+
+    def about(self, message: discord.Message) -> int | None:
+        """The person whose opt-out keeps ``message`` out of the log: its author; for the bot's
+        own words, the person they answer (a DM is about the person in it); None: nobody."""
+        me = self.bot.user
+        person: Any = message.author
+        if me is None or person.id != me.id:
+            return int(person.id)
+        if message.guild is None:
+            recipient = getattr(message.channel, "recipient", None)
+            return recipient.id if recipient is not None else None
+        ref = message.reference
+        replied = ref.resolved if ref is not None else None
+        return replied.author.id if isinstance(replied, discord.Message) else None
 
     async def hidden(self, message: discord.Message) -> set[int]:
         """People a new line must not name: those opted out where the message was written, and
@@ -38,22 +53,6 @@ class Refusals:
         """The opt-out list of a guild (None: DMs) changed (/forget-me, /remember-me)."""
         scope = guild_id or 0
         self._opt_outs[scope] = await self.engine.opted_out(guild_id or None)
-
-    async def _opted_out(self, message: discord.Message) -> bool:
-        me = self.bot.user
-        person: Any = message.author
-        if message.guild is None:
-            # A DM is about the person in it: the bot's replies go when they opted out.
-            if me is not None and person.id == me.id:
-                person = getattr(message.channel, "recipient", None)
-            return person is not None and person.id in await self._opt_out_set(0)
-        opted = await self._opt_out_set(message.guild.id)
-        if me is not None and person.id == me.id:
-            # The bot's answer to someone who opted out is about them: not logged either.
-            ref = message.reference
-            replied = ref.resolved if ref is not None else None
-            return isinstance(replied, discord.Message) and replied.author.id in opted
-        return person.id in opted
 
     async def _opt_out_set(self, scope: int) -> set[int]:
         if scope not in self._opt_outs:

@@ -32,9 +32,9 @@ import structlog
 
 from bot.core.turn import Trigger, TurnNote
 from bot.gateway.chats import is_dm, visible
-from bot.gateway.mentions import shown_text
+from bot.gateway.ingest import Ingest
 from bot.reply.attachments import FileSource
-from memory.reading.view import PromptView
+from memory import PromptView
 
 log = structlog.get_logger(__name__)
 
@@ -103,12 +103,12 @@ def reads_history(message: discord.Message) -> bool:
 
 
 async def turn_without_memory(
-    services: Any, chat_id: int, timezone: str, batch: Sequence[discord.Message], now: datetime
+    ingest: Ingest | None, chat_id: int, timezone: str, batch: Sequence[discord.Message], now: datetime
 ) -> tuple[PromptView, TurnNote, list[FileSource]]:
     """What a turn without the memory shows: an empty row and tail, the triggers' own words in
     the note (no log index either: it would tell how long the chat is), and their own files."""
     view = PromptView(chat_id, total=0, boundary=0, timezone=timezone)
-    triggers = tuple([await shown_trigger(services, message) for message in batch])
+    triggers = tuple([await shown_trigger(ingest, message) for message in batch])
     return view, TurnNote(now, timezone, triggers, memory=False), own_files(batch)
 
 
@@ -121,12 +121,14 @@ def own_files(batch: Sequence[discord.Message]) -> list[FileSource]:
     ]
 
 
-async def shown_trigger(services: Any, message: discord.Message, index: int | None = None) -> Trigger:
+async def shown_trigger(ingest: Ingest | None, message: discord.Message, index: int | None = None) -> Trigger:
     """A trigger as the note shows it: by its log index, or (``index`` None) with its words,
-    as people see them (mentions as names, a forward as the forwarded message)."""
+    as people see them (mentions as names, a forward as the forwarded message; ``ingest`` None:
+    no ingest in this process, mentions stay raw)."""
     if index is not None:
         return Trigger(message.author.display_name, message.author.id, index)
     content, tags = visible(message)
-    content = await shown_text(services, message, content)
+    if ingest is not None:
+        content = await ingest.shown_text(message, content)
     text = " ".join([content, *tags]).strip()
     return Trigger(message.author.display_name, message.author.id, None, text)

@@ -1,8 +1,9 @@
 """The reply cog: when to answer, one turn per chat at a time, and sending the answer.
 
-Triggers (docs/design.md section 9): a mention of the bot (or of its managed role), a reply to one
-of its messages, its name as a whole word (REPLY_TO_NAME), any DM (REPLY_IN_DMS). Other bots
-are ignored (IGNORE_BOTS), and so is the bot itself; @everyone is not a mention of the bot.
+Triggers (docs/design.md section 9; bot/reply/triggers.py): a mention of the bot (or of its
+managed role), a reply to one of its messages, its name as a whole word (REPLY_TO_NAME), any DM
+(REPLY_IN_DMS). Other bots are ignored (IGNORE_BOTS), and so is the bot itself; @everyone is not
+a mention of the bot.
 
 Each chat has one worker task at most: triggers queue up while a turn runs, and the next turn
 answers all of them at once (they are all in its tail). Before a turn starts the worker waits
@@ -22,10 +23,8 @@ anything else a generic one, each logged once with ids and a reason (never messa
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +36,10 @@ from bot.commands.forget_button import post_forget_confirmation
 from bot.core.cache_policy import ALL_FIVE_MINUTES, TurnGaps
 from bot.core.prompts import system_prompt
 from bot.core.tools import TOOLS, TOOLS_WITHOUT_MEMORY, ToolContext, ToolResult, run_tool
-from bot.core.turn import Trigger, TurnNote, TurnResult, run_turn
-from bot.gateway.chats import chat_for_channel, is_dm
+from bot.core.turn import Trigger, TurnNote
+from bot.core.turn_loop import TurnRequest, TurnResult, run_turn
+from bot.gateway.chats import chat_for_channel
+from bot.gateway.running import ingest_of
 from bot.reply.access import (
     WITHOUT_MEMORY_LINE,
     TurnGroup,
@@ -58,28 +59,14 @@ from bot.reply.limits import (
     over_monthly_cap,
     record_turn_usage,
 )
-from bot.reply.live import REPLY_MENTIONS, LiveReply
-from bot.reply.splitting import split_message
+from bot.reply.live import LiveReply
+from bot.reply.sending import defuse_mass_mentions, send_reply, typing_indicator
+from bot.reply.triggers import is_trigger
 from bot.services import Services, services_of
 
 log = structlog.get_logger(__name__)
 
-TRIGGER_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 FLUSH_TIMEOUT = 10.0  # seconds to wait for ingest; past it the trigger goes inline in the note
-_MASS_MENTION = re.compile(r"@(everyone|here)\b")
-
-
-def mentions_name(text: str, name: str) -> bool:
-    """``name`` as a whole word in ``text``, any case ("eva?" and "Eva's" yes, "Evan" no)."""
-    if not name.strip():
-        return False
-    return re.search(rf"(?<!\w){re.escape(name.strip())}(?!\w)", text, re.IGNORECASE) is not None
-
-
-def defuse_mass_mentions(text: str) -> str:
-    """A zero-width space after the @: the text stays readable and can never ping, even if the
-    allowed-mentions setting were lost somewhere."""
-    return _MASS_MENTION.sub("@\u200b\\1", text)
 
 
 @dataclass(eq=False)
@@ -90,21 +77,6 @@ class ChatQueue:
     worker: asyncio.Task[None] | None = None
     held: dict[int, list[discord.Message]] = field(default_factory=dict)  # author -> in cooldown
     timers: dict[int, asyncio.Task[None]] = field(default_factory=dict)  # author -> end of cooldown
-
-
-@contextlib.asynccontextmanager
-async def typing_indicator(channel: Any) -> AsyncIterator[None]:
-    """``channel.typing()`` that never fails the turn (no permission, Discord hiccup)."""
-    typing = channel.typing()
-    try:
-        await typing.__aenter__()
-    except (discord.HTTPException, AttributeError):
-        typing = None
-    try:
-        yield
-    finally:
-        if typing is not None:
-            await typing.__aexit__(None, None, None)
 
 
 class ReplyCog(commands.Cog):
@@ -129,27 +101,7 @@ class ReplyCog(commands.Cog):
     # --- triggers
     def is_trigger(self, message: discord.Message) -> bool:
         me = self.bot.user
-        if me is None or message.author.id == me.id or message.type not in TRIGGER_TYPES:
-            return False
-        if message.author.bot and self.settings.ignore_bots:
-            return False
-        if is_dm(message.channel):
-            return self.settings.reply_in_dms
-        if any(user.id == me.id for user in message.mentions):
-            return True
-        if any(role.tags is not None and role.tags.bot_id == me.id for role in message.role_mentions):
-            return True
-        if self._replies_to_me(message, me.id):
-            return True
-        return mentions_name(message.content, self.settings.bot_name)  # the gate applies REPLY_TO_NAME
-
-    @staticmethod
-    def _replies_to_me(message: discord.Message, my_id: int) -> bool:
-        ref = message.reference
-        if ref is None:
-            return False
-        replied = ref.resolved if isinstance(ref.resolved, discord.Message) else ref.cached_message
-        return replied is not None and replied.author.id == my_id
+        return me is not None and is_trigger(message, me.id, self.settings)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
@@ -305,7 +257,7 @@ class ReplyCog(commands.Cog):
     ) -> TurnResult:
         batch, engine = list(group.messages), self.services.engine
         if group.memory:
-            ingest = self.services.ingest
+            ingest = ingest_of(self.bot)
             if ingest is not None:
                 await ingest.flush(chat_id, timeout=FLUSH_TIMEOUT)
             now = self.services.clock.now()
@@ -318,7 +270,8 @@ class ReplyCog(commands.Cog):
             tools, lifetimes = TOOLS, self.turn_gaps.lifetimes(chat_id, now)
         else:  # nothing of the chat: not its row, its tail, its files, nor its indexes
             timezone, now = await self.gate.timezone_for(guild_id), self.services.clock.now()
-            view, note, sources = await turn_without_memory(self.services, chat_id, timezone, batch, now)
+            ingest = ingest_of(self.bot)
+            view, note, sources = await turn_without_memory(ingest, chat_id, timezone, batch, now)
             tools, lifetimes = TOOLS_WITHOUT_MEMORY, ALL_FIVE_MINUTES
         limits = FileLimits(
             self.settings.image_max_bytes, self.settings.image_max_count, self.settings.text_file_max_bytes
@@ -328,7 +281,7 @@ class ReplyCog(commands.Cog):
 
         async def ask_forget() -> None:
             await post_forget_confirmation(
-                self.services, asker.channel, guild_id=guild_id, asker_id=asker.author.id
+                self.services, ingest_of(self.bot), asker.channel, guild_id=guild_id, asker_id=asker.author.id
             )
 
         context = ToolContext(
@@ -344,8 +297,7 @@ class ReplyCog(commands.Cog):
         async def tool(name: str, args: Any) -> ToolResult:
             return await run_tool(context, name, args)
 
-        return await run_turn(
-            self.services.claude,
+        request = TurnRequest(
             model=await self.gate.model_for(guild_id),
             max_tokens=self.settings.reply_max_tokens,
             system=self.system,
@@ -353,17 +305,15 @@ class ReplyCog(commands.Cog):
             view=view,
             note=note,
             max_steps=self.settings.tool_steps,
-            run_tool=tool,
             files=files,
-            progress=live,
             lifetimes=lifetimes,
         )
+        return await run_turn(self.services.claude, request, tool, live)
 
     async def _trigger(self, chat_id: int, message: discord.Message) -> Trigger:
         # Not logged (opted out, paused, or ingest late): its words are shown in this turn's note.
-        return await shown_trigger(
-            self.services, message, await self.services.engine.index_of_snowflake(chat_id, message.id)
-        )
+        index = await self.services.engine.index_of_snowflake(chat_id, message.id)
+        return await shown_trigger(ingest_of(self.bot), message, index)
 
     async def _record(self, chat_id: int | None, guild_id: int | None, result: TurnResult) -> None:
         try:
@@ -380,23 +330,7 @@ class ReplyCog(commands.Cog):
 
     # --- sending
     async def _send(self, trigger: discord.Message, text: str) -> None:
-        """The reply in chunks of at most 2,000 characters, each a reply to the trigger: the log
-        then knows every part of the answer (an erasure of the trigger's author takes it whole)."""
-        reference = trigger.to_reference(fail_if_not_exists=False)
-        for chunk in split_message(defuse_mass_mentions(text)):
-            try:
-                await trigger.channel.send(
-                    chunk, reference=reference, mention_author=False, allowed_mentions=REPLY_MENTIONS
-                )
-            except discord.HTTPException as exc:
-                log.warning(
-                    "reply.send_failed",
-                    channel_id=trigger.channel.id,
-                    message_id=trigger.id,
-                    status=exc.status,
-                    code=exc.code,
-                )
-                return
+        await send_reply(trigger, text)
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -27,18 +27,17 @@ import discord
 import structlog
 
 from bot.gateway.chats import is_dm
+from bot.policy import policy_of, store_of
 from bot.reply.limits import SOMETHING_BROKE_NOTE
-from bot.settings import Settings
+from bot.services import Services
 from memory import GuildSettingsStore
 from memory.policy.guild_policy import (
     Asker,
     BudgetLevel,
-    Defaults,
     Policy,
     budget_level,
     day_start,
     dm_budget,
-    effective,
     month_key,
     refusal,
 )
@@ -66,27 +65,6 @@ class Verdict:
 
 REFUSED = Verdict(False)
 ADMITTED = Verdict(True)
-
-
-def defaults_from(settings: Settings) -> Defaults:
-    budget = settings.guild_monthly_budget_usd
-    return Defaults(
-        reply_to_name=settings.reply_to_name,
-        model=settings.reply_model,
-        allowed_models=tuple(settings.reply_models()),
-        timezone=settings.timezone,
-        monthly_budget_usd=Decimal(str(budget)) if budget is not None else None,
-    )
-
-
-def store_of(services: Any) -> GuildSettingsStore:
-    """The one store of a bot process (the cog and the gate share it)."""
-    store: GuildSettingsStore = services.engine.guild_settings
-    return store
-
-
-async def policy_of(services: Any, guild_id: int) -> Policy:
-    return effective(await store_of(services).choices(guild_id), defaults_from(services.settings))
 
 
 def asker_of(message: discord.Message, my_id: int) -> Asker:
@@ -117,7 +95,7 @@ def addressed_directly(message: discord.Message, my_id: int) -> bool:
 
 
 class ReplyGate:
-    def __init__(self, bot: discord.Client, services: Any) -> None:
+    def __init__(self, bot: discord.Client, services: Services) -> None:
         self.bot, self.services, self.settings = bot, services, services.settings
         self._noted: set[tuple[str, int, str]] = set()  # (kind, scope, period): notes said once
 

@@ -24,9 +24,6 @@ CAP_NOTE = (
     "I've used up this server's replies for the month, so I'll be quiet until the 1st. "
     "(The host can raise GUILD_MONTHLY_REPLY_CAP.)"
 )
-STEP_LIMIT_NOTE = (
-    "I dug through my memory but ran out of steps before I found it. Ask me again, a bit more precisely?"
-)
 CLAUDE_DOWN_NOTE = "Sorry, I can't think right now. Try again in a minute?"
 SOMETHING_BROKE_NOTE = "Something went wrong on my side. Try again in a minute?"
 EMPTY_REPLY_NOTE = "Hm, I lost my train of thought. Ask me again?"

@@ -39,7 +39,7 @@ REPLY_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True
 
 
 class LiveReply:
-    """The Discord messages of one streamed reply; implements ``bot.core.turn.TurnProgress``."""
+    """The Discord messages of one streamed reply; implements ``bot.core.turn_loop.TurnProgress``."""
 
     def __init__(
         self,

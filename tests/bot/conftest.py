@@ -21,6 +21,7 @@ from bot.app import build_services
 from bot.client import EvaBot
 from bot.database import Database
 from bot.gateway.ingest import Ingest
+from bot.gateway.running import ingest_of as running_ingest
 from bot.services import Services
 from bot.settings import Settings
 from tests.bot.reply_world import EXTENSIONS as REPLY_EXTENSIONS
@@ -106,7 +107,7 @@ def room(simcord_env: simcord.Env) -> Room:
 
 
 def ingest_of(bot: EvaBot) -> Ingest:
-    ingest = bot.services.ingest
+    ingest = running_ingest(bot)
     assert isinstance(ingest, Ingest)
     return ingest
 

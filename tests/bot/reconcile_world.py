@@ -16,7 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.client import EvaBot
 from bot.gateway.ingest import Ingest
-from bot.gateway.reconcile import Reconciler
+from bot.gateway.running import INGEST_COG, ingest_of
+from bot.gateway.walk import Reconciler
 from bot.services import Services
 from memory.storage.models import Chat, Message
 from tests.eva_process import eventually as poll
@@ -44,14 +45,14 @@ class Running:
 
     @property
     def ingest(self) -> Ingest:
-        found = self.bot.services.ingest
+        found = ingest_of(self.bot)
         assert isinstance(found, Ingest)
         return found
 
     @property
     def reconciler(self) -> Reconciler:
-        found = self.bot.services.reconciler
-        assert isinstance(found, Reconciler)
+        cog: Any = self.bot.get_cog(INGEST_COG)  # its class is the extension's own (test_backfill.py)
+        found = cog.reconciler
         return found
 
     async def settled(self) -> None:
@@ -72,7 +73,7 @@ async def start_bot(services: Services) -> Running:
     async def opened() -> bool:
         if runner.done():
             runner.result()  # raise what stopped it
-        ingest = services.ingest
+        ingest = ingest_of(bot)
         return isinstance(ingest, Ingest) and ingest.is_open and bot.is_ready()
 
     await eventually(opened)

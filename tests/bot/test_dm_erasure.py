@@ -41,7 +41,7 @@ async def test_forget_me_after_deleting_own_dm_messages_leaves_nothing_of_that_p
         before = await table_dump(sessions)
         assert leaked(before, ["pelican", "Alice Pelletier", str(ids.alice)]), "planted where we look"
 
-        await forget_person(services, None, ids.alice, opt_out=False)
+        await forget_person(services, bot.ingest, None, ids.alice, opt_out=False)
         await bot.settled()
         dump = await table_dump(sessions)
         assert leaked(dump, ["4417", "pelican", "Alice Pelletier", "alice", str(ids.alice)]) == []

@@ -26,6 +26,7 @@ from bot.commands.forget import forget_person
 from bot.commands.ui import FAILED
 from bot.gateway.erasure_order import MARGIN_MS
 from bot.gateway.ingest import Ingest
+from bot.gateway.running import ingest_of
 from memory.storage.models import Chat, Message
 from tests.bot.test_backfill import DiscordHistory, history
 from tests.bot.world import Friends, friends, make_bot
@@ -67,7 +68,7 @@ def cog_of(env: simcord.Env) -> Any:
 
 
 def ingest_now(env: simcord.Env) -> Ingest:
-    ingest = env.bot.services.ingest  # type: ignore[attr-defined]
+    ingest = ingest_of(env.bot)  # type: ignore[arg-type]
     assert isinstance(ingest, Ingest)
     return ingest
 
@@ -174,7 +175,7 @@ async def test_forget_me_while_the_backfill_pages_through_history(
     def forget_me_mid_backfill() -> None:
         if history.pages == 2 and not erasures:  # page one is written, page two is being fetched
             pressed = env.backend.snowflake()  # the press, on Discord's clock
-            erasure = forget_person(world.services, world.guild.id, alice.id, False, asked_at=pressed)
+            erasure = forget_person(world.services, world.ingest, world.guild.id, alice.id, False, asked_at=pressed)
             erasures.append(asyncio.get_running_loop().create_task(erasure))
 
     history.on_page = forget_me_mid_backfill

@@ -7,7 +7,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bot.gateway.erasure_order import MARGIN_MS, Fence, Fences, snowflake_after
+from bot.gateway.erasure_order import MARGIN_MS
+from bot.gateway.fences import Fence, Fences, snowflake_after
 
 SHIFT = 22  # a snowflake's milliseconds sit above its low 22 bits (Discord's documentation)
 BOT, ALICE, BOB = 1, 2, 3

@@ -85,7 +85,7 @@ async def test_a_waiting_queue_is_one_transaction_in_order_once(
 async def test_a_connection_lost_mid_batch_writes_every_message_once(
     room: Room, services: Services, sessions: Sessions, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bot.ingest, "MAX_BATCH", 8)  # 25 messages: batches of 8, 8, 8, 1
+    monkeypatch.setattr(bot.gateway.ingest, "MAX_BATCH", 8)  # 25 messages: batches of 8, 8, 8, 1
     env, _, general = room
     alice = room.member("alice")
     ingest = ingest_of(env.bot)  # type: ignore[arg-type]

@@ -68,7 +68,7 @@ async def test_an_opted_out_person_is_never_named_in_a_new_line(
     assert [r.text for r in await rows(sessions, services, general.id)] == ["did @Zed Zebra pay you back?", "I did"]
 
     # Zed erases themselves and opts out, as /forget-me does after the button.
-    await forget_person(services, guild.id, zed.id, opt_out=True)
+    await forget_person(services, ingest_of(env.bot), guild.id, zed.id, opt_out=True)
     await alice.send(general, f"where is <@{zed.id}> tonight?")
     await alice.edit(before, f"did <@{zed.id}> pay you back yet?")  # an edit is a new line too
     await flushed(env)
@@ -91,7 +91,7 @@ async def test_a_person_only_mentioned_hears_that_their_name_was_taken_out(
     await alice.send(general, f"ask <@{zed.id}> and <@{alice.id}>")
     await flushed(env)
 
-    said = await forget_person(services, guild.id, zed.id, opt_out=False)
+    said = await forget_person(services, ingest_of(env.bot), guild.id, zed.id, opt_out=False)
 
     assert said.startswith("I had no messages of yours to erase.")
     assert "Your name is gone from 2 messages of others that named you." in said

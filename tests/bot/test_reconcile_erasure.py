@@ -48,7 +48,7 @@ async def test_the_reconnect_window_and_a_live_edit_keep_an_erased_mention_erase
     stove = fake.chat.post_user_message(ids.general, ids.bob, f"<@{ids.alice}> can you bring the stove")
     logged = await eventually(lambda: row_of(sessions, stove["id"]))
     assert logged.text == f"@{NICK} can you bring the stove" and logged.mention_ids == [ids.alice]
-    said = await forget_person(services, ids.guild, ids.alice, opt_out=False)  # what /forget-me runs
+    said = await forget_person(services, None, ids.guild, ids.alice, opt_out=False)  # what /forget-me runs
     assert "Your name is gone from 2 messages" in said
     await bot.stop()
     # While eva is away bob really edits one of them: Discord's copy still mentions alice.
@@ -107,7 +107,7 @@ async def test_the_background_walk_keeps_an_erased_mention_erased(
                    snowflake=int(m["id"]), mention_ids=mention_ids, mention_names=names)
         for m, (words, mention_ids, names) in zip(posted, shown, strict=True)
     ])  # fmt: skip
-    await forget_person(services, ids.guild, ids.alice, opt_out=False)
+    await forget_person(services, None, ids.guild, ids.alice, opt_out=False)
     services.settings.reconcile_period = 0.0  # every page due at once
 
     async with running(services) as bot:

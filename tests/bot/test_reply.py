@@ -12,8 +12,8 @@ from sqlalchemy import func, select
 from bot.commands.ui import TIMED_OUT
 from bot.core.prompts import system_prompt
 from bot.core.tools import TOOL_UNAVAILABLE, TOOLS, cap_result
-from bot.core.turn import LAST_STEP_NOTE
-from bot.reply.limits import CLAUDE_DOWN_NOTE, STEP_LIMIT_NOTE, replies_this_month
+from bot.core.turn_loop import LAST_STEP_NOTE, STEP_LIMIT_NOTE
+from bot.reply.limits import CLAUDE_DOWN_NOTE, replies_this_month
 from memory.errors import BadRequest
 from memory.fakes.prompt_cache import blocks_of_request
 from memory.storage.models import UsageEntry

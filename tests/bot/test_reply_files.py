@@ -102,7 +102,7 @@ async def test_the_image_of_the_message_replied_to_is_seen(world: World) -> None
 
 async def test_an_opted_out_persons_image_is_not_read_for_someone_else(world: World) -> None:
     await world.engine.opt_out(world.guild.id, world.bob.id)
-    await world.services.ingest.refresh_opt_outs(world.guild.id)
+    await world.ingest.refresh_opt_outs(world.guild.id)
     posted = await world.bob.send(world.general, "private photo", attachments=[("me.png", png())])
     await world.alice.send(world.general, f"{world.me.mention} what is in bob's photo?", reply_to=posted)
     entry = world.replies()[-1]
@@ -123,7 +123,7 @@ async def test_an_erased_messages_files_are_never_read_into_a_turn(world: World,
         world.general, "my new flat", attachments=[("flat.png", png()), ("address.txt", b"Birch Lane 12")]
     )
     assert world.ingest is not None and await world.ingest.flush(timeout=10)
-    await forget_person(world.services, world.guild.id, world.bob.id, opt_out)  # what /forget-me runs
+    await forget_person(world.services, world.ingest, world.guild.id, world.bob.id, opt_out)  # what /forget-me runs
     await world.alice.send(world.general, f"{world.me.mention} where is bob's new flat?", reply_to=posted)
     entry = world.replies()[-1]
     assert images_of(entry) == [] and "Birch Lane" not in user_text(entry.body)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.turn import CONTINUE_NOTE
+from bot.core.turn_loop import CONTINUE_NOTE
 from bot.reply.limits import CLAUDE_DOWN_NOTE, replies_this_month
 from bot.reply.live import EDIT_SECONDS, LiveReply
 from bot.reply.splitting import split_message

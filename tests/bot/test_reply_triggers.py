@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from bot.reply.cog import ReplyCog, defuse_mass_mentions, mentions_name
+from bot.reply.cog import ReplyCog
 from bot.reply.limits import CAP_NOTE
+from bot.reply.sending import defuse_mass_mentions
+from bot.reply.triggers import mentions_name
 from memory.clock import SimulatedClock
 from tests.bot.reply_fixtures import fake, settings, simcord_bot, world
 from tests.bot.reply_world import START, World, make_settings, user_text
@@ -130,7 +132,7 @@ async def test_the_monthly_cap_answers_with_a_note(world: World) -> None:
 
 async def test_an_asker_who_is_not_remembered_is_still_answered(world: World) -> None:
     await world.engine.opt_out(world.guild.id, world.alice.id)
-    await world.services.ingest.refresh_opt_outs(world.guild.id)
+    await world.ingest.refresh_opt_outs(world.guild.id)
     asked = await world.alice.send(world.general, f"{world.me.mention} do you remember me?")
     assert await world.engine.index_of_snowflake(world.chat_id, asked.id) is None
     text = user_text(world.replies()[-1].body)

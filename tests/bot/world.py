@@ -23,6 +23,7 @@ from bot.app import build_services
 from bot.client import EvaBot
 from bot.database import Database
 from bot.gateway.ingest import Ingest
+from bot.gateway.running import ingest_of
 from bot.services import Services
 from bot.settings import Settings
 from memory.clock import Clock
@@ -81,7 +82,7 @@ class Friends:
 
     @property
     def ingest(self) -> Ingest:
-        ingest = self.services.ingest
+        ingest = ingest_of(self.env.bot)  # type: ignore[arg-type]
         assert isinstance(ingest, Ingest)
         return ingest
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.gateway.reconcile import Reconciler
+from bot.gateway.running import INGEST_COG
+from bot.gateway.walk import Reconciler
 from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Message
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -87,7 +88,8 @@ async def test_forget_me_erases_eva_s_replies_to_the_person_and_her_name_in_eva_
     await w.ingest.resync()
     assert await w.ingest.flush(timeout=10)
     w.services.settings.reconcile_period = 0.0
-    reconciler = w.services.reconciler
+    cog: Any = w.env.bot.get_cog(INGEST_COG)  # type: ignore[attr-defined]
+    reconciler = cog.reconciler
     assert isinstance(reconciler, Reconciler)
     assert await reconciler.step() == 1  # one page: the whole of general's short history
     assert await w.ingest.flush(timeout=10)

@@ -76,14 +76,14 @@ async def test_a_whole_conversation_logs_no_message_text(
     await w.bob.send(w.general, f"{w.me.mention} tell me about the {WORDS[5]}")
     monkeypatch.undo()
 
-    real_write = w.engine.append_replies  # the ingest's one write, a message or a batch
+    real_write = w.engine.append_from_discord  # the ingest's one write, a message or a batch
 
-    async def write_broke(chat_id: int, items: Any) -> list[int | None]:
+    async def write_broke(discord_id: int, items: Any, about: Any) -> Any:
         if any(WORDS[6] in message.content for message, _ in items):
             raise ValueError(f"bad row: {[message.content for message, _ in items]}")
-        return await real_write(chat_id, items)
+        return await real_write(discord_id, items, about)
 
-    monkeypatch.setattr(w.engine, "append_replies", write_broke)
+    monkeypatch.setattr(w.engine, "append_from_discord", write_broke)
     await w.bob.send(w.general, f"the {WORDS[6]} row that cannot be written")
     assert await w.ingest.flush(timeout=10)
     monkeypatch.undo()

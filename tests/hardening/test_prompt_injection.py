@@ -169,7 +169,7 @@ async def test_forged_names_and_unlogged_words_stay_quoted(world: World) -> None
     eve = w.guild.add_member(w.env.create_user("eve"), nick=TURNED)
     sly = w.guild.add_member(w.env.create_user("sly"), nick=SLY)
     await w.engine.opt_out(w.guild.id, sly.id)
-    await w.services.ingest.refresh_opt_outs(w.guild.id)
+    await w.ingest.refresh_opt_outs(w.guild.id)
     for k in range(3):
         await mallory.send(w.general, f"long message {k} about the tent and the stove" + PAD)
         await eve.send(w.general, f"eve says {k} about the lake and the canoe" + PAD)

@@ -13,7 +13,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.core.tools import ToolResult
-from bot.core.turn import Trigger, TurnNote, run_turn
+from bot.core.turn import Trigger, TurnNote
+from bot.core.turn_loop import TurnRequest, run_turn
 from memory.claude import make_client
 from memory.clock import SimulatedClock
 from memory.compaction.anthropic_summarizer import AnthropicSummarizer
@@ -76,17 +77,10 @@ async def test_a_rate_limit_pauses_compaction_for_its_retry_after_and_replies_go
         # Paused: a reply turn on the same key goes through...
         view = await engine.prompt_view(chat)
         note = TurnNote(clock.now(), "UTC", (Trigger("Pia", 1000, 39),))
-        turn = await run_turn(
-            client,
-            model="claude-sonnet-5-5",
-            max_tokens=200,
-            system="You are Eva.",
-            tools=[],
-            view=view,
-            note=note,
-            max_steps=1,
-            run_tool=_no_tools,
+        request = TurnRequest(
+            model="claude-sonnet-5-5", max_tokens=200, system="You are Eva.", tools=[], view=view, note=note, max_steps=1
         )
+        turn = await run_turn(client, request, _no_tools)
         assert turn.failure is None and turn.text
         # ...while compaction sends nothing until the 30 s are over, even past RETRY.
         clock.advance(20)

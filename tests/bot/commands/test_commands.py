@@ -8,7 +8,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.commands.pagination import PAGE_CHARS, paginate
-from bot.commands.people import NO_MEMORY_HERE, address_choices, zoom_text
+from bot.commands.people import NO_MEMORY_HERE, zoom_text
+from bot.commands.ui import address_choices
 from memory.errors import BadRequest, UserFacingError
 from memory.storage.models import Message
 from tests.bot.commands_world import LONG_MESSAGE_INDEX, World, authored, causes, counts, reply_text
