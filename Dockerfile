@@ -10,7 +10,7 @@ COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY memory ./memory
 COPY migrations ./migrations
-# tests/test_packaging.py builds the wheel with this same command and checks what it contains.
+# tests/project/test_packaging.py builds the wheel with this same command and checks what it contains.
 RUN pip wheel --no-deps --wheel-dir /wheels/app .
 RUN pip wheel --wheel-dir /wheels/deps /wheels/app/*.whl
 

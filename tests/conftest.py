@@ -22,9 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from memory.storage import migrate
 from memory.storage.database import create_database, drop_database, make_engine, make_sessions, with_database
 from memory.storage.embedded import EmbeddedPostgres
-from tests.eva_process import EmbeddedFolder, EvaProcess, ProcessWorld
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
+from tests.worlds.eva_process import EmbeddedFolder, EvaProcess, ProcessWorld
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"

@@ -13,7 +13,7 @@ and ties go to the oldest pair. With the row's line count as the budget this rep
 Taelin's binary-counter ``push`` at every step, so a level-l line changes about once per
 2**l messages and the start of the row stays byte-identical (and cached) between batches.
 The older rule measured from the pair's *first* message and matched push at only 481 of
-20,001 steps; tests/memory/test_row_properties.py checks both numbers.
+20,001 steps; tests/memory/tree/test_row_properties.py checks both numbers.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from bot.gateway.ingest import Ingest
 from bot.gateway.running import ingest_of as running_ingest
 from bot.services import Services
 from bot.settings import Settings
-from tests.bot.reply_world import EXTENSIONS as REPLY_EXTENSIONS
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.worlds.reply_world import EXTENSIONS as REPLY_EXTENSIONS
 
 
 def make_bot_settings(fake_anthropic: FakeAnthropic, **overrides: Any) -> Settings:
@@ -71,7 +71,7 @@ def eva_extensions() -> tuple[str, ...]:
 
 @pytest.fixture
 def world_extensions() -> tuple[str, ...]:
-    """The extensions of the reply world's bot (tests/bot/reply_fixtures.py); a module may override it."""
+    """The extensions of the reply world's bot (tests/worlds/reply_fixtures.py); a module may override it."""
     return REPLY_EXTENSIONS
 
 

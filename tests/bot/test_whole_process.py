@@ -16,8 +16,10 @@ from memory.config import MemoryConfig
 from memory.engine import MemoryEngine
 from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Message
-from tests.bot.world import TINY_MEMORY
-from tests.eva_process import (
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.discord_api import FakeDiscord
+from tests.worlds.bot_world import TINY_MEMORY
+from tests.worlds.eva_process import (
     EmbeddedFolder,
     EvaProcess,
     ProcessWorld,
@@ -28,8 +30,6 @@ from tests.eva_process import (
     postmaster_pid,
     start_eva,
 )
-from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.discord_api import FakeDiscord
 
 
 async def test_eva_run_logs_answers_and_erases(

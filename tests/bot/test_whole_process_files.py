@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tests.eva_process import ProcessWorld, eventually, logged_message
 from tests.fakes.discord_world import UploadedFile
+from tests.worlds.eva_process import ProcessWorld, eventually, logged_message
 
 PHOTO = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40  # a PNG signature and 10 KB after it
 

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.storage.models import Message
-from tests.eva_process import ProcessWorld, eventually, logged_message
+from tests.worlds.eva_process import ProcessWorld, eventually, logged_message
 
 
 async def test_a_question_with_mentions_reaches_the_model_and_the_log_as_names(

@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tests.eva_process import EvaProcess, ProcessWorld, eventually, logged_message
 from tests.fakes.discord_api import FakeDiscord
+from tests.worlds.eva_process import EvaProcess, ProcessWorld, eventually, logged_message
 
 DISCORD_ANSWER_WINDOW = 3.0  # seconds Discord gives an interaction before it is "Unknown interaction"
 

@@ -17,9 +17,9 @@ import pytest
 
 from bot.health import Heartbeat, read, verdict, write
 from tests.cli.support import eva
-from tests.eva_process import endpoints, eventually, postmaster_pid, start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
+from tests.worlds.eva_process import endpoints, eventually, postmaster_pid, start_eva
 
 NOW = 1_800_000_000.0
 

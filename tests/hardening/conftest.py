@@ -1,6 +1,6 @@
 """Fixtures for the hardening tests: the bot fixtures of tests/bot/conftest.py (a
 SimCord bot on the real services, Claude pointed at the fake Anthropic) with the hardening
-world's four extensions and tiny memory sizes (tests/hardening/world.py), and a capture of
+world's four extensions and tiny memory sizes (tests/worlds/hardening_world.py), and a capture of
 every log line the production logging configuration writes."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tests.bot.conftest import (  # noqa: F401  (fixtures, re-exported for this 
 )
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.hardening.support import CapturedLogs, production_logs
-from tests.hardening.world import EXTENSIONS, World, build_world, tiny_settings
+from tests.worlds.hardening_world import EXTENSIONS, World, build_world, tiny_settings
 
 
 @pytest.fixture

@@ -26,7 +26,9 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memory.storage.models import Message
-from tests.eva_process import (
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.discord_api import FakeDiscord
+from tests.worlds.eva_process import (
     EmbeddedFolder,
     embedded_database,
     endpoints,
@@ -34,8 +36,6 @@ from tests.eva_process import (
     postmaster_pid,
     start_eva,
 )
-from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.discord_api import FakeDiscord
 
 # initdb and the migrations take ~50 MB (a 16 MB WAL segment included); the rest is ballast.
 FILESYSTEM_MB = 128

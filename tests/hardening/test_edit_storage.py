@@ -13,7 +13,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from memory.storage.models import Message
-from tests.eva_process import (
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_world import UploadedFile
+from tests.hardening.support import leaked
+from tests.worlds.eva_process import (
     EmbeddedFolder,
     embedded_database,
     endpoints,
@@ -21,10 +25,6 @@ from tests.eva_process import (
     logged_message,
     start_eva,
 )
-from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.discord_api import FakeDiscord
-from tests.fakes.discord_world import UploadedFile
-from tests.hardening.support import leaked
 
 FILE_WORD = "quinceplanfile"  # in the attachment's name, beside a NUL
 EMBED_WORD = "marzipanguide"  # in the embed's title, beside a lone surrogate

@@ -28,7 +28,7 @@ from memory.storage.log import ChatKey, NewMessage
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.hardening.support import CapturedLogs, assert_row_consistent, leaked, row_state, table_dump, until
-from tests.hardening.world import World, catch_up
+from tests.worlds.hardening_world import World, catch_up
 
 CANARY = "zebracanary"
 WHERE = ("general", "thread", "other", "far", "dm")

@@ -25,7 +25,7 @@ from memory.storage.models import Message
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.hardening.support import assert_row_consistent, table_dump, until
-from tests.hardening.world import World, catch_up
+from tests.worlds.hardening_world import World, catch_up
 
 FLAT = "quokkaflat"  # alice's words: only her message and Eva's answer to it hold them
 LONG_ANSWER = "Noted, alice: your flat is the " + FLAT + " on Birch Lane. " + "Keys under the mat. " * 110

@@ -19,9 +19,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from tests.eva_process import EvaProcess, ProcessWorld, eventually, logged_message
 from tests.fakes.discord_api import FakeDiscord
 from tests.hardening.test_import_erasure import dump
+from tests.worlds.eva_process import EvaProcess, ProcessWorld, eventually, logged_message
 
 CANARY = "numbatcanary"
 NICK, GLOBAL_NAME, USERNAME = "Zephyrine", "Zephy Q", "zephyq"

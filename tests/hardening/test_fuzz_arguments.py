@@ -21,7 +21,7 @@ from memory.errors import UserFacingError
 from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Chat, Message, OptOut, TreeNode, UsageEntry
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.hardening.world import World, build_world, catch_up
+from tests.worlds.hardening_world import World, build_world, catch_up
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 NASTY = [

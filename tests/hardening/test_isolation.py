@@ -18,7 +18,7 @@ from simcord.builders import ChannelHandle
 from bot.cli.memory_commands import cmd_recall, cmd_view, cmd_zoom
 from bot.settings import Settings
 from tests.fakes.anthropic_behaviours import ScriptedReply, tool_use_block
-from tests.hardening.world import World
+from tests.worlds.hardening_world import World
 
 WORD = {"general": "aardvarkword", "other": "bisonword", "thread": "camelword", "dm": "dingoword", "far": "emuword"}
 GUILD_CHATS = ("general", "other", "thread", "far")

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import simcord
 
-from tests.eva_process import EmbeddedFolder, embedded_database, eventually, logged_message, start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault, ScriptedReply, tool_use_block
 from tests.fakes.discord_api import FakeDiscord
 from tests.hardening.support import CapturedLogs, leaked
-from tests.hardening.world import World
+from tests.worlds.eva_process import EmbeddedFolder, embedded_database, eventually, logged_message, start_eva
+from tests.worlds.hardening_world import World
 
 # Words that occur only in messages (and in what the model writes from them).
 WORDS = ("quokka", "zeppelin", "marmalade", "tamarind", "gondola", "kumquat", "vermilion", "xylophone")

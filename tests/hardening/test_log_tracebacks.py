@@ -17,7 +17,7 @@ import pytest
 from bot.log_setup import configure_logging
 from bot.log_tracebacks import exception_chain
 from tests.hardening.support import CapturedLogs, leaked, production_logs
-from tests.hardening.world import World
+from tests.worlds.hardening_world import World
 
 
 def canary() -> str:

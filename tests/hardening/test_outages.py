@@ -34,13 +34,13 @@ from memory.storage.embedded import EmbeddedPostgres
 from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Message, TreeNode
 from tests.bot.conftest import declared_retry_wait, ingest_of
-from tests.bot.test_backfill import restartable_database  # noqa: F401  (fixture)
-from tests.eva_process import embedded_database, endpoints, eventually, postmaster_pid, start_eva
+from tests.bot.gateway.test_backfill import restartable_database  # noqa: F401  (fixture)
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.anthropic_behaviours import Fault
 from tests.fakes.discord_api import FakeDiscord
 from tests.hardening.support import CapturedLogs, assert_row_consistent, until, work_left
-from tests.hardening.world import catch_up, tiny_settings
+from tests.worlds.eva_process import embedded_database, endpoints, eventually, postmaster_pid, start_eva
+from tests.worlds.hardening_world import catch_up, tiny_settings
 
 Sessions = async_sessionmaker[AsyncSession]
 REPLY_ONLY = ("bot.gateway.cog", "bot.reply.cog")

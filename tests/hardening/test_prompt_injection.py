@@ -19,10 +19,10 @@ from memory.compaction.prompts import MANY_HEAD, compact_system
 from memory.storage.log import storable
 from memory.storage.models import Message
 from memory.text.frame_tags import neutralize_frames
-from tests.bot.world import TINY_MEMORY
 from tests.fakes.anthropic_api import LogEntry
 from tests.hardening.unicode_oracles import json_strings, speaker_of
-from tests.hardening.world import World
+from tests.worlds.bot_world import TINY_MEMORY
+from tests.worlds.hardening_world import World
 
 PAD = " (and some more words so that this line needs the model)"
 MARKED = [  # (a word only this message has, the message)

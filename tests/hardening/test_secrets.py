@@ -1,6 +1,6 @@
 """Secrets: the Discord token, the Anthropic API key and the database password never
 appear in logs, in error output or in exception messages. Extends
-tests/test_cli_foundation.py::test_secrets_never_printed (`eva doctor`) to `eva run` failing
+tests/cli/test_foundation.py::test_secrets_never_printed (`eva doctor`) to `eva run` failing
 at each of its steps, to exceptions of failed model and database calls, and to how settings
 print; the whole process at LOG_LEVEL=DEBUG is
 test_log_privacy.py::test_whole_process_logs_and_data_folder_keep_no_message_text."""
@@ -21,9 +21,9 @@ from memory.claude import ClaudeError, create_message, make_client
 from memory.compaction.anthropic_summarizer import AnthropicSummarizer
 from memory.compaction.summarizer import CompactTask, SummarizerError
 from memory.storage.database import make_engine
-from tests.eva_process import start_eva
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.discord_api import FakeDiscord
+from tests.worlds.eva_process import start_eva
 
 TOKEN = "tok-SECRET-discord-1234"
 API_KEY = "key-SECRET-anthropic-5678"

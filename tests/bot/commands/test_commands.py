@@ -12,7 +12,7 @@ from bot.commands.people import NO_MEMORY_HERE, zoom_text
 from bot.commands.ui import address_choices
 from memory.errors import BadRequest, UserFacingError
 from memory.storage.models import Message
-from tests.bot.commands_world import LONG_MESSAGE_INDEX, World, authored, causes, counts, reply_text
+from tests.worlds.commands_world import LONG_MESSAGE_INDEX, World, authored, causes, counts, reply_text
 
 
 async def test_zoom_answers_from_the_channel_it_is_used_in(world: World) -> None:
@@ -203,7 +203,7 @@ async def test_forget_me_in_dms_erases_that_persons_dm_memory(
     world: World, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     from memory.storage.log import ChatKey
-    from tests.bot.commands_world import message
+    from tests.worlds.commands_world import message
 
     user = world.alice.user
     dm_chat = await world.engine.ensure_chat(ChatKey("dm", "dm-alice", discord_id=user.dm_channel.id))
@@ -271,7 +271,7 @@ async def test_zoom_text_joins_every_page_of_a_very_long_message(world: World) -
     from datetime import timedelta
 
     from memory.storage.log import NewMessage
-    from tests.bot.commands_world import START
+    from tests.worlds.commands_world import START
 
     long = " ".join(f"w{n}" for n in range(2500))  # ~13,400 characters: 4 engine pages of 4,000
     moment = START + timedelta(days=1)

@@ -12,7 +12,7 @@ from bot.commands.tree import NEED_MANAGE_SERVER
 from memory.errors import UserFacingError
 from memory.storage.log import NewMessage
 from memory.storage.models import TreeNode
-from tests.bot.commands_world import START, World, causes, counts, reply_text
+from tests.worlds.commands_world import START, World, causes, counts, reply_text
 
 SUBCOMMANDS = {f"memory {name}" for name in ("status", "view", "node", "compact", "pause", "resume", "wipe")}
 

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.commands.people import NO_HISTORY_HERE
 from memory.errors import UserFacingError
 from memory.storage.log import ChatKey
-from tests.bot.commands_world import World, causes, counts, message, reply_text
+from tests.worlds.commands_world import World, causes, counts, message, reply_text
 
 
 async def test_zoom_and_recall_need_read_message_history_there(world: World) -> None:
