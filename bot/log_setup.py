@@ -22,9 +22,7 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
     # Console lines are for people: a whole traceback only when they asked for DEBUG.
     tracebacks = SafeTracebacks(as_text=fmt != "json", full_text=numeric <= logging.DEBUG)
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer()
-        if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
     )
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -42,9 +40,14 @@ def configure_logging(fmt: Literal["json", "console"] = "console", level: str = 
     # INFO, so it is held at WARNING.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta, tracebacks, renderer,
-        ], foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name, first_line_of_asyncio])
+        structlog.stdlib.ProcessorFormatter(
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                tracebacks,
+                renderer,
+            ],
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name, first_line_of_asyncio],
+        )
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]

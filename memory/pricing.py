@@ -32,8 +32,12 @@ class ModelPrice(BaseModel):
 
 def _p(i: str, o: str, w5: str, w1: str, r: str, **kw: object) -> ModelPrice:
     return ModelPrice(
-        input=Decimal(i), output=Decimal(o), cache_write_5m=Decimal(w5),
-        cache_write_1h=Decimal(w1), cache_read=Decimal(r), **kw,  # type: ignore[arg-type]
+        input=Decimal(i),
+        output=Decimal(o),
+        cache_write_5m=Decimal(w5),
+        cache_write_1h=Decimal(w1),
+        cache_read=Decimal(r),
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -42,7 +46,11 @@ def default_prices() -> dict[str, ModelPrice]:
     return {
         "claude-haiku-4-5": _p("1", "5", "1.25", "2", "0.10"),
         "claude-haiku-5-5": _p(
-            "0.10", "0.50", "0.125", "0.20", "0.01",
+            "0.10",
+            "0.50",
+            "0.125",
+            "0.20",
+            "0.01",
             tier_threshold_tokens=100_000,
             tier=_p("0.50", "2.50", "0.625", "1.00", "0.05"),
             tokenizer_factor=1.3,  # "a new tokenizer, ~30% more tokens than Haiku 4.5"

@@ -18,7 +18,6 @@ FENCE_KEEP_SECONDS = 900.0
 _TIMESTAMP_SHIFT = 22  # a snowflake's milliseconds since Discord's epoch sit above 22 bits
 
 
-
 def snowflake_after(snowflake: int, seconds: float) -> int:
     """The smallest snowflake of the millisecond ``seconds`` after ``snowflake``'s."""
     milliseconds = (snowflake >> _TIMESTAMP_SHIFT) + max(int(seconds * 1000), 0)

@@ -242,6 +242,7 @@ class Compactor:
         async with self._jobs:
             if self.paused():
                 return None  # planned before a rate limit: planned again once the pause is over
+
             # Read right before sending: an erasure (or a swap) committed since planning moved
             # the version, and this call may carry the erased words. Drop it unsent; the
             # summarizer asks again before each further request of the call.

@@ -129,9 +129,7 @@ class ChatPlanner:
             elif len(plan.tasks) < self.window:
                 task = CompactTask("compress", 0, node[1], author=m.author_name or "", text=m.text or "")
                 plan.tasks.append(
-                    PlannedTask(
-                        node, task, self._context(row, node), m.created_at, m.created_at
-                    )
+                    PlannedTask(node, task, self._context(row, node), m.created_at, m.created_at)
                 )
             else:
                 plan.waiting = True

@@ -74,6 +74,7 @@ TOO_LONG_MANY = (
     'as <out n="{k}">...</out>, cutting just enough to end where it is cut here:'
 )
 
+
 def ruler(node_bytes: int = NODE_BYTES_DEFAULT) -> str:
     return "-" * node_bytes
 

@@ -149,7 +149,10 @@ async def redact_bot_messages(
         state.chat_id: state
         for state in (
             await session.scalars(
-                select(MemoryRow).where(MemoryRow.chat_id.in_(chats)).order_by(MemoryRow.chat_id).with_for_update()
+                select(MemoryRow)
+                .where(MemoryRow.chat_id.in_(chats))
+                .order_by(MemoryRow.chat_id)
+                .with_for_update()
             )
         ).all()
     }

@@ -139,9 +139,7 @@ async def ensure_cursors(session: AsyncSession, now: datetime) -> None:
         ~select(ReconcileCursor.chat_id).where(ReconcileCursor.chat_id == Chat.id).exists(),
     )
     await session.execute(
-        insert(ReconcileCursor)
-        .from_select(["chat_id", "due_at"], missing)
-        .on_conflict_do_nothing()
+        insert(ReconcileCursor).from_select(["chat_id", "due_at"], missing).on_conflict_do_nothing()
     )
 
 

@@ -358,9 +358,7 @@ async def append_many(session: AsyncSession, chat_id: int, msgs: Sequence[NewMes
     if not fresh:
         return [None] * len(msgs)
     row = (
-        await session.execute(
-            select(Chat.next_index).where(Chat.id == chat_id).with_for_update()
-        )
+        await session.execute(select(Chat.next_index).where(Chat.id == chat_id).with_for_update())
     ).one_or_none()
     if row is None:
         raise ChatNotFound(f"no chat with id {chat_id}")

@@ -220,6 +220,8 @@ class ReconcileCursor(Base):
     due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), index=True)
     history_reconciled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     recent_reconciled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
 class GuildSettings(Base):
     """One server's choices made with /settings; a NULL column means "the host's default"
     (the environment setting of the same name), so changing the default reaches every server

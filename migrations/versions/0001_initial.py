@@ -67,7 +67,10 @@ def upgrade() -> None:
     op.create_index("ix_messages_chat_author", "messages", ["chat_id", "author_id"])
     op.create_index("ix_messages_tsv", "messages", ["tsv"], postgresql_using="gin")
     op.create_index(
-        "ix_messages_text_trgm", "messages", ["text"], postgresql_using="gin",
+        "ix_messages_text_trgm",
+        "messages",
+        ["text"],
+        postgresql_using="gin",
         postgresql_ops={"text": "gin_trgm_ops"},
     )
 

@@ -45,7 +45,10 @@ def downgrade() -> None:
     op.drop_index("ix_messages_author_trgm", table_name="messages")
     op.create_index("ix_messages_tsv", "messages", ["tsv"], postgresql_using="gin")
     op.create_index(
-        "ix_messages_text_trgm", "messages", ["text"], postgresql_using="gin",
+        "ix_messages_text_trgm",
+        "messages",
+        ["text"],
+        postgresql_using="gin",
         postgresql_ops={"text": "gin_trgm_ops"},
     )
     op.drop_index("ix_messages_chat_text_trgm", table_name="messages")

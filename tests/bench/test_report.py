@@ -43,11 +43,15 @@ def tables(markdown: str) -> list[list[list[str]]]:
     return found
 
 
-async def test_report_renders_every_table_from_measurement(postgres_admin_url: str, shared_data: Path) -> None:
+async def test_report_renders_every_table_from_measurement(
+    postgres_admin_url: str, shared_data: Path
+) -> None:
     irc = shared_data / "irc"
     scale = ScaleSpec(irc / "rust.jsonl", messages=3_000, samples=8, ingest=40, erase=100, config=SMALL)
     config = replace(SMALL, trim_slack=48)  # as the product: overshoots cut here
-    plan = Plan("test", irc / "rust.jsonl", 500, (irc / "stripe.jsonl",), 300, scale, config, every_turn_limit=120)
+    plan = Plan(
+        "test", irc / "rust.jsonl", 500, (irc / "stripe.jsonl",), 300, scale, config, every_turn_limit=120
+    )
     collected = await collect(plan, postgres_admin_url, workers=1)
 
     quiet, at_once, every, other, *before = collected.runs

@@ -29,7 +29,9 @@ async def test_a_question_with_mentions_reaches_the_model_and_the_log_as_names(
     )
 
     async def answered() -> list[Any]:
-        return [m for m in discord_fake.world.channel_messages(ids.general) if int(m["author"]["id"]) == ids.bot]
+        return [
+            m for m in discord_fake.world.channel_messages(ids.general) if int(m["author"]["id"]) == ids.bot
+        ]
 
     await eventually(answered, within=20)
     request = json.dumps(anthropic_fake.requests("reply")[0].body, ensure_ascii=False)

@@ -13,7 +13,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PROCESS_SECONDS = 90.0  # a hung command fails the test instead of the run
 # Everything a setting could come from; a test sets what it needs.
-SETTING_PREFIXES = ("DATABASE_", "DISCORD_", "ANTHROPIC_", "PRICES", "PERSONA_", "LOG_", "HEALTH_", "DATA_DIR")
+SETTING_PREFIXES = (
+    "DATABASE_",
+    "DISCORD_",
+    "ANTHROPIC_",
+    "PRICES",
+    "PERSONA_",
+    "LOG_",
+    "HEALTH_",
+    "DATA_DIR",
+)
 
 
 @dataclass

@@ -33,7 +33,9 @@ def test_migration_verdicts() -> None:
     fresh = migration_finding(None, "0002", known)
     assert fresh.ok and fresh.line() == "database: ok (not migrated yet: `eva run` will migrate)"
     behind = migration_finding("0001", "0002", known)
-    assert not behind.ok and behind.line().startswith("database: migrations behind: database at 0001, code at 0002")
+    assert not behind.ok and behind.line().startswith(
+        "database: migrations behind: database at 0001, code at 0002"
+    )
     unknown = migration_finding("0099", "0002", known)
     assert not unknown.ok and "0099" in unknown.detail and "does not know" in unknown.detail
 
@@ -53,7 +55,9 @@ async def fakes() -> AsyncIterator[tuple[FakeDiscord, FakeAnthropic]]:
         yield discord_fake, anthropic_fake
 
 
-def pointing_at(fakes: tuple[FakeDiscord, FakeAnthropic], database_url: str, **overrides: str) -> dict[str, str]:
+def pointing_at(
+    fakes: tuple[FakeDiscord, FakeAnthropic], database_url: str, **overrides: str
+) -> dict[str, str]:
     discord_fake, anthropic_fake = fakes
     return {
         "DISCORD_TOKEN": TOKEN, "DISCORD_API_BASE": discord_fake.api_base,
@@ -78,7 +82,10 @@ async def test_all_good_is_one_ok_line_per_check(
     ]
     # The token and key were really used: one login, one model lookup per model.
     assert [r["path"] for r in discord_fake.requests("GET")] == ["/users/@me", "/oauth2/applications/@me"]
-    assert sorted(e.path for e in anthropic_fake.log) == ["/v1/models/claude-haiku-5-5", "/v1/models/claude-sonnet-5-5"]
+    assert sorted(e.path for e in anthropic_fake.log) == [
+        "/v1/models/claude-haiku-5-5",
+        "/v1/models/claude-sonnet-5-5",
+    ]
 
 
 async def test_bad_tokens_are_named_and_never_printed(
@@ -103,7 +110,9 @@ async def test_message_content_intent_off_is_a_problem_the_gateway_agrees_with(
     (line,) = [line for line in done.lines if line.startswith("discord:")]
     assert "Message Content intent is off" in line and "Privileged Gateway Intents" in line
     # What doctor predicted is what `eva run` meets: the gateway refuses the intent (4014).
-    run = await eva(tmp_path, "run", **pointing_at(fakes, database_url, DISCORD_GATEWAY_URL=discord_fake.gateway_url))
+    run = await eva(
+        tmp_path, "run", **pointing_at(fakes, database_url, DISCORD_GATEWAY_URL=discord_fake.gateway_url)
+    )
     assert run.code == 2 and run.lines[-1].startswith("eva run: Discord refused the Message Content intent")
 
 
@@ -118,7 +127,10 @@ async def test_unknown_and_retired_models_are_named_with_their_setting(
     assert done.code == 1
     assert "anthropic: REPLY_MODEL claude-sonnet-9-9 is not a model the API knows" in done.lines
     assert "anthropic: COMPACT_MODEL claude-haiku-4-5 is retired: pick a current model" in done.lines
-    assert "settings: REPLY_MODEL claude-sonnet-9-9 has no price in PRICES: its calls would count as $0" in done.lines
+    assert (
+        "settings: REPLY_MODEL claude-sonnet-9-9 has no price in PRICES: its calls would count as $0"
+        in done.lines
+    )
 
 
 async def test_a_fresh_database_is_information_and_an_unknown_revision_a_problem(
@@ -138,7 +150,9 @@ async def test_a_fresh_database_is_information_and_an_unknown_revision_a_problem
         await engine.dispose()
         ahead = await eva(tmp_path, "doctor", **pointing_at(fakes, url))
         assert ahead.code == 1
-        assert ahead.lines[-1].startswith("database: at revision ffff99, which this version of Eva does not know")
+        assert ahead.lines[-1].startswith(
+            "database: at revision ffff99, which this version of Eva does not know"
+        )
     finally:
         await drop_database(postgres_admin_url, name)
 
@@ -148,5 +162,8 @@ async def test_unreachable_services_each_get_their_line(tmp_path: Path, database
                      ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL="http://127.0.0.1:9", DATABASE_URL=database_url)  # fmt: skip
     assert done.code == 1 and done.seconds < 60
     assert "discord: cannot reach Discord at DISCORD_API_BASE (127.0.0.1:9): connection refused" in done.lines
-    assert "anthropic: cannot reach Anthropic at ANTHROPIC_BASE_URL (127.0.0.1:9): connection refused" in done.lines
+    assert (
+        "anthropic: cannot reach Anthropic at ANTHROPIC_BASE_URL (127.0.0.1:9): connection refused"
+        in done.lines
+    )
     assert f"database: ok (migrations current at {HEAD})" in done.lines

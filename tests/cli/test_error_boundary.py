@@ -42,7 +42,8 @@ def test_an_unknown_log_level_is_refused_naming_the_allowed_ones() -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["not-a-url", "mysql://u:pw-SECRET-1@h/db", "postgresql://u:pw-SECRET-1@h:notaport/db", "postgresql://h"]
+    "url",
+    ["not-a-url", "mysql://u:pw-SECRET-1@h/db", "postgresql://u:pw-SECRET-1@h:notaport/db", "postgresql://h"],
 )
 def test_a_database_url_that_is_not_postgres_is_refused_without_echoing_it(url: str) -> None:
     with pytest.raises(ValidationError) as caught:
@@ -87,7 +88,11 @@ def test_each_known_failure_maps_to_its_line_and_code() -> None:
     s = settings(discord_api_base="http://127.0.0.1:9/api/v10", anthropic_base_url="http://127.0.0.1:7")
     cases = [
         (CliError("no such file: x"), 2, "no such file: x"),
-        (ServiceUnreachable("cannot reach the database at DATABASE_URL (h:1/db): refused"), 1, "DATABASE_URL"),
+        (
+            ServiceUnreachable("cannot reach the database at DATABASE_URL (h:1/db): refused"),
+            1,
+            "DATABASE_URL",
+        ),
         (discord.LoginFailure("Improper token has been passed."), 2, "DISCORD_TOKEN"),
         (connector_error(9), 1, "DISCORD_API_BASE (127.0.0.1:9): connection refused"),
         (discord.GatewayNotFound(), 1, "DISCORD_API_BASE"),
@@ -223,7 +228,10 @@ def test_a_library_bug_while_handling_an_outage_reads_as_the_outage() -> None:
     except AttributeError as bug:
         failure = explain(bug, s)
     assert failure is not None and failure.exit_code == 1
-    assert failure.line == "cannot reach the Discord gateway at DISCORD_GATEWAY_URL (127.0.0.1:9): connection refused"
+    assert (
+        failure.line
+        == "cannot reach the Discord gateway at DISCORD_GATEWAY_URL (127.0.0.1:9): connection refused"
+    )
     try:
         try:
             raise CliError("bad input")

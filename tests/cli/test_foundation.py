@@ -16,8 +16,14 @@ from memory.storage import migrate
 
 REPO = Path(__file__).resolve().parents[2]
 EVA = [sys.executable, "-m", "bot.cli"]
-SETTING_NAMES = ("DISCORD_TOKEN", "ANTHROPIC_API_KEY", "DATABASE_URL", "DATA_DIR", "ANTHROPIC_BASE_URL",
-                 "DISCORD_API_BASE")
+SETTING_NAMES = (
+    "DISCORD_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "DATABASE_URL",
+    "DATA_DIR",
+    "ANTHROPIC_BASE_URL",
+    "DISCORD_API_BASE",
+)
 
 
 def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -41,8 +47,12 @@ def postgres_processes(data_dir: Path) -> list[int]:
 
 def eva(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*EVA, *args], cwd=tmp_path, env=clean_env(tmp_path, **env),
-        capture_output=True, text=True, timeout=120,
+        [*EVA, *args],
+        cwd=tmp_path,
+        env=clean_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -56,7 +66,9 @@ def test_run_without_tokens_migrates_embedded_db_then_names_missing_settings(tmp
     # migrations were applied before it stopped: doctor finds them current (its Discord and
     # Anthropic checks are tests/cli/test_doctor.py's; without tokens they only say so)
     ok = eva(tmp_path, "doctor")
-    assert f"database: ok (migrations current at {migrate.head_revision()})" in ok.stdout.splitlines(), ok.stdout
+    assert f"database: ok (migrations current at {migrate.head_revision()})" in ok.stdout.splitlines(), (
+        ok.stdout
+    )
     assert "settings: ok" in ok.stdout.splitlines()
     assert postgres_processes(tmp_path / "data") == []
 
@@ -64,11 +76,18 @@ def test_run_without_tokens_migrates_embedded_db_then_names_missing_settings(tmp
 def test_a_killed_owner_leaves_a_server_the_next_run_adopts_and_stops(tmp_path: Path) -> None:
     data = tmp_path / "data"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from memory.storage.embedded import EmbeddedPostgres;"
-         "EmbeddedPostgres(Path(sys.argv[1])).start(); print('up', flush=True); time.sleep(600)",
-         str(data)],
-        cwd=REPO, env=clean_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from memory.storage.embedded import EmbeddedPostgres;"
+            "EmbeddedPostgres(Path(sys.argv[1])).start(); print('up', flush=True); time.sleep(600)",
+            str(data),
+        ],
+        cwd=REPO,
+        env=clean_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     assert holder.stdout is not None
     lines = (line.strip() for line in iter(holder.stdout.readline, ""))
@@ -95,9 +114,15 @@ def test_doctor_reports_each_problem_on_its_own_line(tmp_path: Path) -> None:
 
 def test_secrets_never_printed(tmp_path: Path) -> None:
     # Closed local ports: the tokens are used (and refused by nobody), never printed.
-    done = eva(tmp_path, "doctor", DISCORD_TOKEN="tok-SECRET-123", ANTHROPIC_API_KEY="key-SECRET-456",
-               DATABASE_URL="postgresql://eva:pw-SECRET-789@127.0.0.1:1/eva",
-               DISCORD_API_BASE="http://127.0.0.1:9/api/v10", ANTHROPIC_BASE_URL="http://127.0.0.1:9")
+    done = eva(
+        tmp_path,
+        "doctor",
+        DISCORD_TOKEN="tok-SECRET-123",
+        ANTHROPIC_API_KEY="key-SECRET-456",
+        DATABASE_URL="postgresql://eva:pw-SECRET-789@127.0.0.1:1/eva",
+        DISCORD_API_BASE="http://127.0.0.1:9/api/v10",
+        ANTHROPIC_BASE_URL="http://127.0.0.1:9",
+    )
     out = done.stdout + done.stderr
     assert "SECRET" not in out
     assert done.returncode == 1

@@ -24,7 +24,9 @@ from tests.worlds.eva_process import endpoints, eventually, postmaster_pid, star
 NOW = 1_800_000_000.0
 
 
-def beat(age: float = 1.0, connected: bool = True, database_age: float | None = 1.0, interval: float = 15.0) -> Heartbeat:
+def beat(
+    age: float = 1.0, connected: bool = True, database_age: float | None = 1.0, interval: float = 15.0
+) -> Heartbeat:
     answered = None if database_age is None else NOW - database_age
     return Heartbeat(NOW - age, connected, answered, interval)
 
@@ -37,7 +39,10 @@ def test_verdicts() -> None:
     assert verdict(beat(connected=False), NOW) == "not connected to the Discord gateway"
     assert verdict(beat(database_age=None), NOW) == "the database does not answer"
     assert verdict(beat(database_age=61.0), NOW) == "the database does not answer"
-    assert verdict(beat(age=3.0, database_age=3.0, interval=0.5), NOW) == "the bot wrote no heartbeat for 3 s: it is stuck or stopped"
+    assert (
+        verdict(beat(age=3.0, database_age=3.0, interval=0.5), NOW)
+        == "the bot wrote no heartbeat for 3 s: it is stuck or stopped"
+    )
 
 
 def test_a_heartbeat_survives_the_round_trip_and_garbage_reads_as_none(tmp_path: Path) -> None:
@@ -58,12 +63,16 @@ async def test_eva_health_is_silent_when_healthy_and_one_line_otherwise(tmp_path
     down = await eva(tmp_path, "health", HEALTH_FILE=str(path))
     assert (down.code, down.lines) == (1, ["not connected to the Discord gateway"])
     unset = await eva(tmp_path, "health")
-    assert unset.code == 2 and unset.lines == ["eva health: HEALTH_FILE is not set: `eva run` writes no heartbeat to check"]
+    assert unset.code == 2 and unset.lines == [
+        "eva health: HEALTH_FILE is not set: `eva run` writes no heartbeat to check"
+    ]
 
 
 @pytest.fixture
 def workdir() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="eva-test-health-"))  # not tmp_path: see the workdir fixture in tests/conftest.py
+    folder = Path(
+        tempfile.mkdtemp(prefix="eva-test-health-")
+    )  # not tmp_path: see the workdir fixture in tests/conftest.py
     try:
         yield folder
     finally:
@@ -74,7 +83,9 @@ async def test_the_running_bot_reports_gateway_and_database(workdir: Path) -> No
     health_file = workdir / "health.json"
     data_dir = workdir / "data"
     pgdata = (data_dir / "pg").resolve()
-    health_file.write_text('{"written_at": 9e12, "gateway_connected": true, "database_answered_at": 9e12, "interval": 1}')
+    health_file.write_text(
+        '{"written_at": 9e12, "gateway_connected": true, "database_answered_at": 9e12, "interval": 1}'
+    )
 
     async def health() -> tuple[int, list[str]]:
         done = await eva(workdir, "health", HEALTH_FILE=str(health_file))

@@ -56,7 +56,9 @@ DOCUMENT = {
 
 
 async def test_a_dce_import_with_mentions_stores_names(
-    tmp_path: Path, cli_db: str, sessions: async_sessionmaker[AsyncSession]  # noqa: F811
+    tmp_path: Path,
+    cli_db: str,  # noqa: F811  (the fixture imported above)
+    sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     export = tmp_path / "general.json"
     export.write_text(json.dumps(DOCUMENT, ensure_ascii=False, indent=2), encoding="utf-8")

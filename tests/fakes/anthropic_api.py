@@ -181,7 +181,9 @@ class FakeAnthropic(LocalServer):
     async def _handle_count_tokens(self, request: web.Request) -> web.StreamResponse:
         entry = self._begin(request)
         try:
-            body = self._known_model(validate_request(await self._read_body(request, entry), count_tokens=True))
+            body = self._known_model(
+                validate_request(await self._read_body(request, entry), count_tokens=True)
+            )
         except InvalidRequest as exc:
             entry.status = exc.status
             return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
@@ -203,7 +205,12 @@ class FakeAnthropic(LocalServer):
         return self._models_answer(request, page, BadListQuery, 400, "invalid_request_error")
 
     def _models_answer(
-        self, request: web.Request, answer: Callable[[], Any], refused: type[Exception], status: int, kind: str
+        self,
+        request: web.Request,
+        answer: Callable[[], Any],
+        refused: type[Exception],
+        status: int,
+        kind: str,
     ) -> web.Response:
         """The Models API's answer: 401 without a good key, ``status`` when ``answer`` raises ``refused``."""
         entry = self._begin(request)

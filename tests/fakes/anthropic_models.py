@@ -39,7 +39,9 @@ DEFAULT_CATALOGUE = (
     CatalogueModel("claude-sonnet-5-5", "Claude Sonnet 5.5", "2026-10-07T00:00:00Z"),
     CatalogueModel("claude-haiku-5-5", "Claude Haiku 5.5", "2026-10-07T00:00:00Z"),
     CatalogueModel("claude-sonnet-4-6", "Claude Sonnet 4.6", "2026-02-17T00:00:00Z"),
-    CatalogueModel("claude-haiku-4-5-20251001", "Claude Haiku 4.5", "2025-10-01T00:00:00Z", ("claude-haiku-4-5",)),
+    CatalogueModel(
+        "claude-haiku-4-5-20251001", "Claude Haiku 4.5", "2025-10-01T00:00:00Z", ("claude-haiku-4-5",)
+    ),
     CatalogueModel(
         "claude-sonnet-4-5-20250929", "Claude Sonnet 4.5", "2025-09-29T00:00:00Z", ("claude-sonnet-4-5",)
     ),

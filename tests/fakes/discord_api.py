@@ -45,7 +45,13 @@ from tests.fakes.discord_rest import API_PREFIX, RestApi, make_api_middleware
 from tests.fakes.discord_world import DefaultIds, FakeWorld
 from tests.fakes.serving import LocalServer, listening_arguments, serve_until_stopped
 
-__all__ = ["FakeDiscord", "discord_endpoints_kept", "discord_on_fake", "point_discord_at", "restore_discord_endpoints"]
+__all__ = [
+    "FakeDiscord",
+    "discord_endpoints_kept",
+    "discord_on_fake",
+    "point_discord_at",
+    "restore_discord_endpoints",
+]
 
 
 def point_discord_at(api_base: str, gateway_url: str) -> tuple[str, yarl.URL]:

@@ -255,7 +255,10 @@ class RestApi(FakeParts):
 
     async def get_channel(self, request: web.Request) -> web.Response:
         channel = self.world.channel(snowflake_param(request, "channel_id"))
-        if channel.guild_id is not None and not self.world.permissions(self.world.bot.id, channel) & VIEW_CHANNEL:
+        if (
+            channel.guild_id is not None
+            and not self.world.permissions(self.world.bot.id, channel) & VIEW_CHANNEL
+        ):
             raise DiscordError(403, 50001, "Missing Access")  # Discord hides what the bot cannot see
         return json_reply(self.world.channel_payload(channel))
 

@@ -25,7 +25,11 @@ def sdk(fake: FakeAnthropic, key: str = "good-key") -> anthropic.AsyncAnthropic:
 async def test_retrieve_by_id_and_alias(fake: FakeAnthropic) -> None:
     client = sdk(fake)
     by_alias = await client.models.retrieve("claude-haiku-4-5")
-    assert (by_alias.id, by_alias.type, by_alias.lifecycle) == ("claude-haiku-4-5-20251001", "model", "active")
+    assert (by_alias.id, by_alias.type, by_alias.lifecycle) == (
+        "claude-haiku-4-5-20251001",
+        "model",
+        "active",
+    )
     assert (await client.models.retrieve("claude-sonnet-5-5")).display_name == "Claude Sonnet 5.5"
     await client.close()
 

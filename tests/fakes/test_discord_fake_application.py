@@ -35,7 +35,10 @@ async def test_application_flags_and_guild_count(fake: FakeDiscord) -> None:
         fake.world.message_content_enabled = False
         app = await bot.application_info()
         assert not app.flags.gateway_message_content_limited and app.flags.value == 0
-    assert discord.ApplicationFlags(gateway_message_content_limited=True).value == APP_FLAG_MESSAGE_CONTENT_LIMITED
+    assert (
+        discord.ApplicationFlags(gateway_message_content_limited=True).value
+        == APP_FLAG_MESSAGE_CONTENT_LIMITED
+    )
 
 
 async def test_a_disabled_intent_is_refused_by_the_gateway_with_4014(fake: FakeDiscord) -> None:

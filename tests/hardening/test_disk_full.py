@@ -89,7 +89,9 @@ async def logged_snowflakes(engine: AsyncEngine) -> list[int] | None:
     """Snowflakes in log order, or None while the server does not answer."""
     try:
         async with engine.connect() as conn:
-            rows = (await conn.execute(select(Message.snowflake).order_by(Message.chat_id, Message.idx))).all()
+            rows = (
+                await conn.execute(select(Message.snowflake).order_by(Message.chat_id, Message.idx))
+            ).all()
     except Exception:
         await engine.dispose()  # the server restarted: connect afresh next time
         return None
@@ -138,7 +140,9 @@ async def test_a_full_disk_loses_no_message_once_space_is_freed(
             assert await eva.terminate(within=30) == 0
             assert not any("Traceback" in line for line in eva.raw)
             unavailable = [e for e in eva.events if e.get("event") == "ingest.database_unavailable"]
-            assert {e.get("sqlstate") for e in unavailable} >= {"53100"}, "a full disk is retried, not dropped"
+            assert {e.get("sqlstate") for e in unavailable} >= {"53100"}, (
+                "a full disk is retried, not dropped"
+            )
             assert not [e for e in eva.events if e.get("event") == "ingest.write_failed"]
             assert [e for e in eva.events if e.get("event") == "embedded_postgres.restarted"]
         finally:

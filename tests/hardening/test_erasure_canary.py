@@ -63,9 +63,13 @@ async def plant(world: World, carries: Carrier) -> Planted:
     for k in range(4):
         for where, people in speakers.items():
             for name, actor in people:
-                sent[(where, name, k)] = await actor.send(channels[where], body(where, name, k, carries(where, name, k)))
+                sent[(where, name, k)] = await actor.send(
+                    channels[where], body(where, name, k, carries(where, name, k))
+                )
         # A DM: each one is also a question, answered by the (fake) model.
-        sent[("dm", "alice", k)] = await world.alice.user.send_dm(body("dm", "alice", k, carries("dm", "alice", k)))
+        sent[("dm", "alice", k)] = await world.alice.user.send_dm(
+            body("dm", "alice", k, carries("dm", "alice", k))
+        )
     await world.settle()
     return Planted(world, sent)
 
@@ -81,11 +85,19 @@ async def scoped_dump(sessions: Any, chat_ids: list[int]) -> str:
     async with sessions() as s:
         tables = (await s.scalars(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))).all()
         for table in tables:
-            columns = set((await s.scalars(text(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = :t"), {"t": table})).all())
+            columns = set(
+                (
+                    await s.scalars(
+                        text("SELECT column_name FROM information_schema.columns WHERE table_name = :t"),
+                        {"t": table},
+                    )
+                ).all()
+            )
             key = "id" if table == "chats" else "chat_id" if "chat_id" in columns else None
             where = f" WHERE t.{key} = ANY(:ids)" if key else ""
-            out.extend((await s.scalars(text(f'SELECT t::text FROM "{table}" t{where}'), {"ids": chat_ids})).all())
+            out.extend(
+                (await s.scalars(text(f'SELECT t::text FROM "{table}" t{where}'), {"ids": chat_ids})).all()
+            )
     return "\n".join(out)
 
 
@@ -167,15 +179,31 @@ class ErasurePath:
 
 GUILD_CHATS = ("general", "thread", "other")
 PATHS = [
-    ErasurePath("/forget-me", lambda w, a, k: a == "alice" and w in GUILD_CHATS, forget_me_command, (), alice_gone=GUILD_CHATS),
+    ErasurePath(
+        "/forget-me",
+        lambda w, a, k: a == "alice" and w in GUILD_CHATS,
+        forget_me_command,
+        (),
+        alice_gone=GUILD_CHATS,
+    ),
     ErasurePath("/forget-me in DMs", lambda w, a, k: w == "dm", forget_me_in_dms, ("dm",)),
-    ErasurePath("forget_me tool + button", lambda w, a, k: a == "alice" and w in GUILD_CHATS, forget_me_tool_after_the_button, (), alice_gone=GUILD_CHATS),
+    ErasurePath(
+        "forget_me tool + button",
+        lambda w, a, k: a == "alice" and w in GUILD_CHATS,
+        forget_me_tool_after_the_button,
+        (),
+        alice_gone=GUILD_CHATS,
+    ),
     ErasurePath("Discord delete", lambda w, a, k: (w, a, k) == ("general", "alice", 1), discord_delete, ()),
     ErasurePath("bulk delete", lambda w, a, k: w == "general" and k in (1, 2), bulk_delete, ()),
-    ErasurePath("channel delete", lambda w, a, k: w in ("general", "thread"), channel_delete, ("general", "thread")),
+    ErasurePath(
+        "channel delete", lambda w, a, k: w in ("general", "thread"), channel_delete, ("general", "thread")
+    ),
     ErasurePath("thread delete", lambda w, a, k: w == "thread", thread_delete, ("thread",)),
     ErasurePath("guild leave", lambda w, a, k: w in GUILD_CHATS, guild_leave, GUILD_CHATS),
-    ErasurePath("/memory wipe", lambda w, a, k: w == "general", memory_wipe, (), ("general",), alice_gone=("general",)),
+    ErasurePath(
+        "/memory wipe", lambda w, a, k: w == "general", memory_wipe, (), ("general",), alice_gone=("general",)
+    ),
 ]
 
 
@@ -214,9 +242,9 @@ async def test_every_erasure_path_leaves_no_trace(
     # holds alice's id or display name; her messages elsewhere (the other guild) keep both.
     scope = [chats[where] for where in path.alice_gone]
     assert not identity_in(await scoped_dump(world.services.engine.sessions, scope), world.alice.id, "alice")
-    assert identity_in(await scoped_dump(world.services.engine.sessions, [chats["far"]]), world.alice.id, "alice") == [
-        "id", "display name"
-    ]
+    assert identity_in(
+        await scoped_dump(world.services.engine.sessions, [chats["far"]]), world.alice.id, "alice"
+    ) == ["id", "display name"]
     assert not leaked(all_logs.text(), [CANARY, *(keeper(w) for w in WHERE)])
     assert all_logs.named("compactor.tick"), "the logs were captured"
 
@@ -245,7 +273,9 @@ async def test_a_line_in_flight_during_an_erasure_is_thrown_away(
     chat = await twelve_in_general(engine)
     fake_anthropic.faults.fail_next(1, Fault("hang", hang_seconds=1.0), match="compact")
     running = asyncio.create_task(engine.compact(chat))
-    await until(lambda: any(e.status is None and e.fault == "hang" for e in fake_anthropic.requests("compact")))
+    await until(
+        lambda: any(e.status is None and e.fault == "hang" for e in fake_anthropic.requests("compact"))
+    )
     erased = await engine.erase_author(77, 1)  # while the hung call holds alice's words
     assert erased.messages == 6
     report = await running

@@ -134,7 +134,9 @@ async def test_a_too_long_follow_up_is_never_sent_after_an_erasure_commits(
     fake_anthropic.compactor.overshoot_rate = 1.0  # every first try is too long: each call asks again
     fake_anthropic.faults.fail_fraction(1.0, Fault("hang", hang_seconds=2.0), match="compact")
     running = asyncio.create_task(engine.compact(chat))
-    await until(lambda: any(e.status is None and e.fault == "hang" for e in fake_anthropic.requests("compact")))
+    await until(
+        lambda: any(e.status is None and e.fault == "hang" for e in fake_anthropic.requests("compact"))
+    )
     out = fake_anthropic.requests("compact")
     assert any(WORDS in json.dumps(e.body) for e in out), "a request out holds alice's words"
 

@@ -77,13 +77,17 @@ async def reconciled_since(
                 text("SELECT chat_id, recent_reconciled_at, history_reconciled_at FROM reconcile_cursors")
             )
         ).all()
-    done = {chat for chat, recent, history in rows if recent and history and recent > since and history > since}
+    done = {
+        chat for chat, recent, history in rows if recent and history and recent > since and history > since
+    }
     return set(chat_ids) <= done
 
 
 async def nodes_hold(sessions: async_sessionmaker[AsyncSession], word: str) -> bool:
     async with sessions() as s:
-        return bool(await s.scalar(text("SELECT count(*) FROM nodes WHERE text ILIKE :w"), {"w": f"%{word}%"}))
+        return bool(
+            await s.scalar(text("SELECT count(*) FROM nodes WHERE text ILIKE :w"), {"w": f"%{word}%"})
+        )
 
 
 async def quiet(eva: EvaProcess, sessions: async_sessionmaker[AsyncSession]) -> bool:
@@ -111,22 +115,37 @@ async def test_pg_dump_after_forget_me_a_restart_and_a_full_reconcile_holds_noth
             for k in range(3)]  # fmt: skip
     mine.append(chat.post_user_message(ids.random, ids.alice, f"{CANARY} in random too, about Birch Lane"))
     anthropic_fake.script.push_text(f"Noted, {NICK}: your {CANARY} flat, Birch Lane 12.", match="reply")
-    asked = chat.post_user_message(ids.general, ids.alice, f"<@{ids.bot}> remember: {CANARY} flat, Birch Lane 12")
+    asked = chat.post_user_message(
+        ids.general, ids.alice, f"<@{ids.bot}> remember: {CANARY} flat, Birch Lane 12"
+    )
     to_her = await eventually(lambda: bot_answer_to(discord_fake, asked), within=20)
     tent = chat.post_user_message(ids.general, ids.bob, f"hey <@{ids.alice}> bring the tent")
-    anthropic_fake.script.push_text(f"{NICK} has a flat; ask {GLOBAL_NAME} or {USERNAME} yourself.", match="reply")
+    anthropic_fake.script.push_text(
+        f"{NICK} has a flat; ask {GLOBAL_NAME} or {USERNAME} yourself.", match="reply"
+    )
     question = chat.post_user_message(ids.general, ids.bob, f"<@{ids.bot}> where does <@{ids.alice}> live?")
     to_bob = await eventually(lambda: bot_answer_to(discord_fake, question), within=20)
     for k in range(30):  # enough for the compactor to build lines over all of it
-        chat.post_user_message(ids.general, ids.bob, f"keeperbob {k} about the lake trip, the picnic and the boat")
+        chat.post_user_message(
+            ids.general, ids.bob, f"keeperbob {k} about the lake trip, the picnic and the boat"
+        )
     last = chat.post_user_message(ids.general, ids.bob, "keeperbob the last one")
     await eventually(lambda: logged_message(sessions, int(last["id"])), within=20)
     await eventually(lambda: nodes_hold(sessions, CANARY), within=60)
     before = dump(processes.database_url)
-    assert traces_of_her(before, ids.alice) == [CANARY, str(ids.alice), NICK, GLOBAL_NAME, USERNAME, "Birch Lane"]
+    assert traces_of_her(before, ids.alice) == [
+        CANARY,
+        str(ids.alice),
+        NICK,
+        GLOBAL_NAME,
+        USERNAME,
+        "Birch Lane",
+    ]
 
     said = await forget_me(discord_fake, ids.alice, ids.general)
-    assert said.startswith(f"Erased {len(mine) + 1} messages and 1 of my messages answering or quoting them"), said
+    assert said.startswith(
+        f"Erased {len(mine) + 1} messages and 1 of my messages answering or quoting them"
+    ), said
     assert await eva.terminate() == 0
     # Nobody listens: bob edits his mention of her on Discord, which still shows all of her.
     chat.edit_user_message(int(tent["id"]), f"hey <@{ids.alice}> bring the tent and the stove")

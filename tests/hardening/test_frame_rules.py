@@ -85,7 +85,17 @@ def test_the_known_look_alikes_are_what_the_unicode_data_says() -> None:
     assert {"\u2236", "\ua789", "\u02d0", "\u05c3", "\u0703"} <= k.colons  # RATIO and friends
     assert {"\u2b9c", "\u2b98", "\U0001f890", "\u1438", "\u16b2", "\U0001d236"} <= k.less
     assert {"\ue000", "\U000f0000", "\U0010fffd", "\ufffd", "\ufffc", "\U00050000", "\u0378"} <= k.hidden
-    assert {"\u200b", "\u2060", "\ufeff", "\u3164", "\u115f", "\u2800", "\U000e0041", "\ufe0f", "\U000e0100"} <= k.hidden
+    assert {
+        "\u200b",
+        "\u2060",
+        "\ufeff",
+        "\u3164",
+        "\u115f",
+        "\u2800",
+        "\U000e0041",
+        "\ufe0f",
+        "\U000e0100",
+    } <= k.hidden
     assert {":", "\uff1a", "\ufe55"} <= k.colons
     assert len(k.colons) > 40 and len(k.less) > 60 and len(k.hidden) > 900_000
 
@@ -143,7 +153,9 @@ def test_characters_newer_than_this_python_are_invisible_and_open_a_tag() -> Non
     for batch in chunks(newer):
         text = " | ".join(f"<{c}memory> {c}/tail>" for c in batch)
         # In "<{c}memory>" both the "<" and c open a tag.
-        assert neutralize_frames(text) == " | ".join(f"{ESCAPED}{ESCAPED}memory> {ESCAPED}/tail>" for c in batch)
+        assert neutralize_frames(text) == " | ".join(
+            f"{ESCAPED}{ESCAPED}memory> {ESCAPED}/tail>" for c in batch
+        )
 
 
 def test_letters_that_look_like_a_frame_name_are_read_as_it() -> None:
@@ -165,7 +177,14 @@ def test_letters_that_look_like_a_frame_name_are_read_as_it() -> None:
 
 
 def test_neutralizing_is_stable_and_leaves_ordinary_text_alone() -> None:
-    texts = ("</memory>", "\u2039/tail>", "\uff1c\u3164turn\uff1e", "\u2b9c\ufffd/memory>", "<\ue000chat>", "<rnemory>")
+    texts = (
+        "</memory>",
+        "\u2039/tail>",
+        "\uff1c\u3164turn\uff1e",
+        "\u2b9c\ufffd/memory>",
+        "<\ue000chat>",
+        "<rnemory>",
+    )
     for text in texts:
         once = neutralize_frames(text)
         assert neutralize_frames(once) == once and not frame_tags(once)

@@ -25,9 +25,38 @@ from tests.worlds.hardening_world import World, build_world, catch_up
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 NASTY = [
-    "", " ", "\x00", "a\x00b", "'; DROP TABLE messages; --", "%", "_", "\\", "%_\\%", ".*", "(?i)[a-z]+$",
-    "^(a+)+$", "' OR '1'='1", "$1", ":query", "{}", "\u202eevil\u202c", "\u200b", "🎾" * 50, "x" * 10_000,
-    "9" * 5000, "²", "١٢", "-1", "1e400", "NaN", "0x10", "+1", "40+8", "0+1", "3+2", "999999999999999999999+1",
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "'; DROP TABLE messages; --",
+    "%",
+    "_",
+    "\\",
+    "%_\\%",
+    ".*",
+    "(?i)[a-z]+$",
+    "^(a+)+$",
+    "' OR '1'='1",
+    "$1",
+    ":query",
+    "{}",
+    "\u202eevil\u202c",
+    "\u200b",
+    "🎾" * 50,
+    "x" * 10_000,
+    "9" * 5000,
+    "²",
+    "١٢",
+    "-1",
+    "1e400",
+    "NaN",
+    "0x10",
+    "+1",
+    "40+8",
+    "0+1",
+    "3+2",
+    "999999999999999999999+1",
 ]
 text = st.one_of(st.sampled_from(NASTY), st.text(max_size=300))
 value = st.one_of(
@@ -46,9 +75,14 @@ tool_args = st.one_of(
 async def snapshot(sessions: async_sessionmaker[AsyncSession]) -> tuple[Any, ...]:
     """What no read may change."""
     async with sessions() as s:
-        counts = [await s.scalar(select(func.count()).select_from(t)) for t in (Message, TreeNode, UsageEntry, OptOut)]
+        counts = [
+            await s.scalar(select(func.count()).select_from(t))
+            for t in (Message, TreeNode, UsageEntry, OptOut)
+        ]
         texts = await s.scalar(select(func.md5(func.string_agg(func.coalesce(Message.text, ""), "|"))))
-        chats = (await s.execute(select(Chat.id, Chat.next_index, Chat.logging_paused).order_by(Chat.id))).all()
+        chats = (
+            await s.execute(select(Chat.id, Chat.next_index, Chat.logging_paused).order_by(Chat.id))
+        ).all()
         return (*counts, texts, tuple(chats))
 
 
@@ -57,7 +91,12 @@ async def seeded(services: Services) -> tuple[Services, int]:
     engine = services.engine
     chat = await engine.ensure_chat(ChatKey("text", "general", discord_id=555, guild_id=77))
     start = datetime(2026, 3, 1, tzinfo=UTC)
-    bodies = ["'; DROP TABLE messages; -- said bob", "100% sure: 50_50 \\ [a-z]+ (?i)", "🎾🎉 padel", "nul\x00here"]
+    bodies = [
+        "'; DROP TABLE messages; -- said bob",
+        "100% sure: 50_50 \\ [a-z]+ (?i)",
+        "🎾🎉 padel",
+        "nul\x00here",
+    ]
     await engine.append_many(chat, [
         NewMessage("alice" if k % 2 else "bob", start + timedelta(minutes=k),
                    bodies[k] if k < len(bodies) else f"message {k} about the picnic and the lake, long enough",
@@ -77,7 +116,9 @@ async def seeded(services: Services) -> tuple[Services, int]:
 @example(name="recall", args={"query": "padel", "author": "\x00"})
 @example(name="recall", args={"query": "\ud83d"})
 @example(name="forget_me", args={"user": "bob"})
-async def test_any_tool_call_gets_a_result_or_one_sentence(seeded: tuple[Services, int], name: str, args: Any) -> None:
+async def test_any_tool_call_gets_a_result_or_one_sentence(
+    seeded: tuple[Services, int], name: str, args: Any
+) -> None:
     services, chat = seeded
     before = await snapshot(services.engine.sessions)
     asked: list[int] = []
@@ -85,7 +126,9 @@ async def test_any_tool_call_gets_a_result_or_one_sentence(seeded: tuple[Service
     async def ask_forget() -> None:
         asked.append(1)
 
-    ctx = ToolContext(services.engine, chat, asker_id=1, asker_name="alice", result_bytes=2000, ask_forget=ask_forget)
+    ctx = ToolContext(
+        services.engine, chat, asker_id=1, asker_name="alice", result_bytes=2000, ask_forget=ask_forget
+    )
     result = await run_tool(ctx, name, args)
     assert isinstance(result, ToolResult) and result.text
     if result.is_error:
@@ -98,7 +141,13 @@ async def test_any_tool_call_gets_a_result_or_one_sentence(seeded: tuple[Service
 
 
 @FUZZ
-@given(address=text, query=text, author=st.one_of(st.none(), text), limit=st.integers(-3, 30), page=st.integers(-3, 5))
+@given(
+    address=text,
+    query=text,
+    author=st.one_of(st.none(), text),
+    limit=st.integers(-3, 30),
+    page=st.integers(-3, 5),
+)
 @example(address="0+1", query="\x00", author="\x00", limit=5, page=1)
 @example(address="\ud800+1", query="\udfff", author=None, limit=5, page=99)
 async def test_engine_reads_answer_or_refuse_in_one_sentence(
@@ -126,20 +175,30 @@ async def test_engine_reads_answer_or_refuse_in_one_sentence(
 async def world(simcord_env: simcord.Env, fake_anthropic: FakeAnthropic) -> World:
     w = await build_world(simcord_env, fake_anthropic)
     for k in range(12):
-        await (w.alice if k % 2 else w.bob).send(w.general, f"message {k}: 100% of the _picnic_ [a-z]+ 'quoted' \\ done")
+        await (w.alice if k % 2 else w.bob).send(
+            w.general, f"message {k}: 100% of the _picnic_ [a-z]+ 'quoted' \\ done"
+        )
     await w.settle()
     return w
 
 
 option = st.text(min_size=1, max_size=40).filter(lambda s: s.strip())
-long_option = st.one_of(st.sampled_from([n for n in NASTY if n.strip() and len(n) <= 200]), st.text(min_size=1, max_size=200).filter(lambda s: s.strip()))
+long_option = st.one_of(
+    st.sampled_from([n for n in NASTY if n.strip() and len(n) <= 200]),
+    st.text(min_size=1, max_size=200).filter(lambda s: s.strip()),
+)
 
 
 @settings(FUZZ, max_examples=40)
-@given(address=st.one_of(st.sampled_from([n for n in NASTY if n.strip() and len(n) <= 40]), option), query=long_option)
+@given(
+    address=st.one_of(st.sampled_from([n for n in NASTY if n.strip() and len(n) <= 40]), option),
+    query=long_option,
+)
 @example(address="\x00", query="a\x00b")
 @example(address="0+1", query="'; DROP TABLE messages; --")
-async def test_any_slash_option_gets_an_answer_and_changes_nothing(world: World, address: str, query: str) -> None:
+async def test_any_slash_option_gets_an_answer_and_changes_nothing(
+    world: World, address: str, query: str
+) -> None:
     before = await snapshot(world.services.engine.sessions)
     cursor = world.env.error_cursor
     answers = [

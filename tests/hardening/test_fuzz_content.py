@@ -23,7 +23,16 @@ from tests.bot.conftest import ingest_of, make_bot_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 
 EMOJI = "🎾🎉👍🏽👨‍👩‍👧😂❤️🇸🇪🫠"
-MENTIONS = ["<@123456789012345678>", "<@!42>", "<@&456>", "<#789>", "@everyone", "@here", "<:wave:1>", "<a:dance:2>"]
+MENTIONS = [
+    "<@123456789012345678>",
+    "<@!42>",
+    "<@&456>",
+    "<#789>",
+    "@everyone",
+    "@here",
+    "<:wave:1>",
+    "<a:dance:2>",
+]
 content = st.one_of(
     st.text(min_size=1, max_size=3000),
     st.text(alphabet=EMOJI, min_size=1, max_size=1000),
@@ -48,7 +57,11 @@ def bot_settings(fake_anthropic: FakeAnthropic) -> Settings:
 @pytest.fixture
 async def place(simcord_env: simcord.Env) -> tuple[simcord.Env, simcord.ChannelHandle, simcord.MemberActor]:
     guild = simcord_env.create_guild()
-    return simcord_env, guild.create_text_channel("general"), guild.add_member(simcord_env.create_user("alice"))
+    return (
+        simcord_env,
+        guild.create_text_channel("general"),
+        guild.add_member(simcord_env.create_user("alice")),
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -170,8 +170,16 @@ async def eva_import(database_url: str, path: Path, chat: str = "imported") -> N
 @settings(FUZZ, max_examples=25)
 @given(data=broken_file())
 @example(data=jsonl_bytes([*(jsonl_record(k) for k in range(1500)), {**jsonl_record(1500), "text": 5}]))
-@example(data=dce_bytes([*(dce_message(k) for k in range(1200)), {**dce_message(1200), "id": "99999999999999999999"}]))
-@example(data=jsonl_bytes([*(jsonl_record(k) for k in range(1100)), {**jsonl_record(1100), "date": "0001-01-01T00:00:00+01:00"}]))
+@example(
+    data=dce_bytes(
+        [*(dce_message(k) for k in range(1200)), {**dce_message(1200), "id": "99999999999999999999"}]
+    )
+)
+@example(
+    data=jsonl_bytes(
+        [*(jsonl_record(k) for k in range(1100)), {**jsonl_record(1100), "date": "0001-01-01T00:00:00+01:00"}]
+    )
+)
 async def test_eva_import_of_a_broken_file_writes_nothing(
     tmp_path: Path, database_url: str, sessions: async_sessionmaker[AsyncSession], data: bytes
 ) -> None:
@@ -188,7 +196,10 @@ async def test_eva_import_keeps_nul_and_lone_surrogates_as_replacement_character
     tmp_path: Path, database_url: str, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     path = tmp_path / "odd.jsonl"
-    odd = [{**jsonl_record(0), "text": "nul\x00here"}, {**jsonl_record(1), "text": "half an emoji \ud83d", "author": "x\udc80", "reply_to": []}]
+    odd = [
+        {**jsonl_record(0), "text": "nul\x00here"},
+        {**jsonl_record(1), "text": "half an emoji \ud83d", "author": "x\udc80", "reply_to": []},
+    ]
     path.write_text("\n".join(json.dumps(r) for r in odd) + "\n")  # JSON escapes: valid ASCII
     await eva_import(database_url, path, chat="odd")
     async with sessions() as s:

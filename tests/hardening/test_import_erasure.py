@@ -126,13 +126,18 @@ async def import_and_compact(tmp: Path, url: str, fake: FakeAnthropic, export: P
 
 
 async def test_forget_and_wipe_reach_imported_chats(
-    tmp_path: Path, database_url: str, sessions: async_sessionmaker[AsyncSession], fake_anthropic: FakeAnthropic
+    tmp_path: Path,
+    database_url: str,
+    sessions: async_sessionmaker[AsyncSession],
+    fake_anthropic: FakeAnthropic,
 ) -> None:
     fake = fake_anthropic
     first = dce_export(tmp_path / "a.json", GUILD, 800000000000000001, "keeperalpha", 900000000000000000)
     await import_and_compact(tmp_path, database_url, fake, first, "x")
     async with sessions() as s:
-        origin = (await s.execute(text("SELECT guild_id, source_channel_id, discord_id, kind FROM chats"))).one()
+        origin = (
+            await s.execute(text("SELECT guild_id, source_channel_id, discord_id, kind FROM chats"))
+        ).one()
     assert tuple(origin) == (GUILD, 800000000000000001, None, "imported")
     before = dump(database_url)
     assert traces_of_the_victim(before) == [CANARY, str(VICTIM_ID), VICTIM_NICK, "Birch Lane"]
@@ -141,7 +146,9 @@ async def test_forget_and_wipe_reach_imported_chats(
         modelled = "\n".join((await s.scalars(text("SELECT text FROM nodes WHERE by_model"))).all())
     assert CANARY in modelled and VICTIM_NICK in modelled
 
-    code, out, err = await eva(tmp_path, database_url, fake, "forget", "--guild", str(GUILD), "--user", str(VICTIM_ID))
+    code, out, err = await eva(
+        tmp_path, database_url, fake, "forget", "--guild", str(GUILD), "--user", str(VICTIM_ID)
+    )
     assert code == 0, err
     assert out.startswith("erased 30 messages in 1 chats")
     after = dump(database_url)
@@ -149,7 +156,9 @@ async def test_forget_and_wipe_reach_imported_chats(
     assert "keeperalpha" in after and "Pia" in after  # nobody else was erased
 
     # A second import, in another guild; `eva forget --user` without a guild reaches it too.
-    second = dce_export(tmp_path / "b.json", OTHER_GUILD, 800000000000000002, "keeperbeta", 910000000000000000)
+    second = dce_export(
+        tmp_path / "b.json", OTHER_GUILD, 800000000000000002, "keeperbeta", 910000000000000000
+    )
     await import_and_compact(tmp_path, database_url, fake, second, "y")
     assert traces_of_the_victim(dump(database_url)) == [CANARY, str(VICTIM_ID), VICTIM_NICK, "Birch Lane"]
     code, out, err = await eva(tmp_path, database_url, fake, "forget", "--user", str(VICTIM_ID))
@@ -168,7 +177,9 @@ async def test_forget_and_wipe_reach_imported_chats(
     assert code == 0 and out.startswith("wiped chat 'x': 120 messages"), err
     async with sessions() as s:
         names = (await s.scalars(text("SELECT name FROM chats ORDER BY name"))).all()
-        left = await s.scalar(text("SELECT count(*) FROM messages m JOIN chats c ON c.id = m.chat_id WHERE c.name = 'x'"))
+        left = await s.scalar(
+            text("SELECT count(*) FROM messages m JOIN chats c ON c.id = m.chat_id WHERE c.name = 'x'")
+        )
     assert list(names) == ["y"] and left == 0
     wiped = dump(database_url)
     assert "keeperalpha" not in wiped and "keeperbeta" in wiped
@@ -178,14 +189,23 @@ def jsonl_export(path: Path) -> Path:
     start = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)
     lines = []
     for k in range(40):
-        who, words = ("zephyq", f"{CANARY} {k} my secret") if k % 4 == 1 else ("pia", f"keepergamma {k} hello")
-        lines.append(json.dumps({"i": k, "author": who, "text": words, "date": (start + timedelta(minutes=k)).isoformat()}))
+        who, words = (
+            ("zephyq", f"{CANARY} {k} my secret") if k % 4 == 1 else ("pia", f"keepergamma {k} hello")
+        )
+        lines.append(
+            json.dumps(
+                {"i": k, "author": who, "text": words, "date": (start + timedelta(minutes=k)).isoformat()}
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 async def test_jsonl_imports_take_an_author_map_or_are_named_by_forget(
-    tmp_path: Path, database_url: str, sessions: async_sessionmaker[AsyncSession], fake_anthropic: FakeAnthropic
+    tmp_path: Path,
+    database_url: str,
+    sessions: async_sessionmaker[AsyncSession],
+    fake_anthropic: FakeAnthropic,
 ) -> None:
     log = jsonl_export(tmp_path / "irc.jsonl")
     authors = tmp_path / "authors.json"
@@ -193,7 +213,9 @@ async def test_jsonl_imports_take_an_author_map_or_are_named_by_forget(
     code, out, err = await eva(tmp_path, database_url, fake_anthropic, "import", str(log), "--chat", "mapped",
                                "--author-ids", str(authors))  # fmt: skip
     assert code == 0 and "known only by name" not in out, err
-    code, out, err = await eva(tmp_path, database_url, fake_anthropic, "import", str(log), "--chat", "by-name")
+    code, out, err = await eva(
+        tmp_path, database_url, fake_anthropic, "import", str(log), "--chat", "by-name"
+    )
     assert code == 0 and "known only by name" in out, err
 
     code, out, err = await eva(tmp_path, database_url, fake_anthropic, "forget", "--user", str(VICTIM_ID))

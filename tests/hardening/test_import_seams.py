@@ -32,7 +32,9 @@ START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 PIA, MAX = 41000000000000001, 41000000000000002
 
 
-def dce_message(ident: int, author: int | str, content: str, minute: int, reply_to: int | None = None) -> dict[str, Any]:
+def dce_message(
+    ident: int, author: int | str, content: str, minute: int, reply_to: int | None = None
+) -> dict[str, Any]:
     message: dict[str, Any] = {
         "id": str(ident), "type": "Reply" if reply_to else "Default",
         "timestamp": (START + timedelta(minutes=minute)).isoformat(), "timestampEdited": None,
@@ -113,7 +115,11 @@ async def test_a_repeated_message_id_is_kept_once_or_refuses_the_file(
     plain = tmp_path / "same.jsonl"
     plain.write_text("".join(json.dumps(line) + "\n" for line in lines))
     done = await import_file(tmp_path, database_url, plain, "plain")
-    assert done.code == 0 and "imported 3 messages" in done.out and "1 messages were in the file twice" in done.out
+    assert (
+        done.code == 0
+        and "imported 3 messages" in done.out
+        and "1 messages were in the file twice" in done.out
+    )
     assert [row[2] for row in await logged(sessions, "plain")] == [None, 0, 1]
     lines[2]["author"] = "max"
     clash = tmp_path / "clash.jsonl"
@@ -136,10 +142,17 @@ async def test_author_ids_no_erasure_can_name_are_refused_at_import(
     tmp_path: Path, database_url: str, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     for k, author in enumerate(UNERASABLE):
-        messages = [dce_message(900000000000000010, PIA, "fine", 0), dce_message(900000000000000011, author, "x", 1)]
-        done = await import_file(tmp_path, database_url, dce_file(tmp_path / f"bad{k}.json", messages), f"bad{k}")
+        messages = [
+            dce_message(900000000000000010, PIA, "fine", 0),
+            dce_message(900000000000000011, author, "x", 1),
+        ]
+        done = await import_file(
+            tmp_path, database_url, dce_file(tmp_path / f"bad{k}.json", messages), f"bad{k}"
+        )
         assert done.code == 2 and len(done.err.splitlines()) == 1, (author, done.err)
-        assert done.err.startswith(f"eva import: bad{k}.json messages[1] (message 900000000000000011): 'author.id' ")
+        assert done.err.startswith(
+            f"eva import: bad{k}.json messages[1] (message 900000000000000011): 'author.id' "
+        )
         assert done.err.rstrip().endswith("(nothing was imported)")
         forget = await eva(tmp_path, "forget", "--user", author, DATABASE_URL=database_url)
         assert forget.code == 2 and "not a Discord id" in forget.err, (author, forget.err)
@@ -153,7 +166,10 @@ async def test_author_ids_no_erasure_can_name_are_refused_at_import(
     ]
 
     # The ends of the range import, and `eva forget --user` erases them.
-    messages = [dce_message(900000000000000020 + k, int(author), f"words of {author}", k) for k, author in enumerate(ERASABLE)]
+    messages = [
+        dce_message(900000000000000020 + k, int(author), f"words of {author}", k)
+        for k, author in enumerate(ERASABLE)
+    ]
     done = await import_file(tmp_path, database_url, dce_file(tmp_path / "edges.json", messages), "edges")
     assert done.code == 0, done.err
     for author in ERASABLE:

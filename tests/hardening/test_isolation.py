@@ -20,7 +20,13 @@ from bot.settings import Settings
 from tests.fakes.anthropic_behaviours import ScriptedReply, tool_use_block
 from tests.worlds.hardening_world import World
 
-WORD = {"general": "aardvarkword", "other": "bisonword", "thread": "camelword", "dm": "dingoword", "far": "emuword"}
+WORD = {
+    "general": "aardvarkword",
+    "other": "bisonword",
+    "thread": "camelword",
+    "dm": "dingoword",
+    "far": "emuword",
+}
 GUILD_CHATS = ("general", "other", "thread", "far")
 Output = Callable[[World, str, Settings], Awaitable[str]]
 
@@ -48,7 +54,12 @@ async def plant(w: World) -> None:
     for k in range(8):
         for where, word in WORD.items():
             speakers = people(w, where)
-            await say(w, where, speakers[k % len(speakers)], f"{word} note {k}: the plans for the lake trip on sunday")
+            await say(
+                w,
+                where,
+                speakers[k % len(speakers)],
+                f"{word} note {k}: the plans for the lake trip on sunday",
+            )
     await w.settle()
     for where, word in WORD.items():
         view = await w.engine.prompt_view(await w.chat_of(channel(w, where)))
@@ -77,7 +88,9 @@ async def slash(w: World, where: str, actor: Any, name: str, **options: Any) -> 
 async def turn(w: World, where: str) -> tuple[str, dict[str, str], str]:
     """One turn in ``where`` that recalls every planted word and zooms into message #0: the
     first request's memory and tail, each recall's result, and the zoom's."""
-    uses = [tool_use_block("recall", {"query": word}, f"toolu_recall_{place}") for place, word in WORD.items()]
+    uses = [
+        tool_use_block("recall", {"query": word}, f"toolu_recall_{place}") for place, word in WORD.items()
+    ]
     uses.append(tool_use_block("zoom", {"id": 0, "n": 1}, "toolu_zoom"))
     w.fake.script.push(ScriptedReply(uses), match="reply")
     w.fake.script.push_text("Done looking.", match="reply")
@@ -85,14 +98,16 @@ async def turn(w: World, where: str) -> tuple[str, dict[str, str], str]:
     await say(w, where, people(w, where)[0], f"{w.me.mention} what do you remember?")
     first, second = w.fake.requests("reply")[before:]
     memory = "".join(b["text"] for b in first.body["messages"][0]["content"])
-    results = {b["tool_use_id"]: b["content"] for b in second.body["messages"][-1]["content"] if b["type"] == "tool_result"}
+    results = {
+        b["tool_use_id"]: b["content"]
+        for b in second.body["messages"][-1]["content"]
+        if b["type"] == "tool_result"
+    }
     recalls = {place: results[f"toolu_recall_{place}"] for place in WORD}
     return memory, recalls, results["toolu_zoom"]
 
 
-async def test_reply_turns_and_their_tools_read_only_their_own_chat(
-    world: World
-) -> None:
+async def test_reply_turns_and_their_tools_read_only_their_own_chat(world: World) -> None:
     w = world
     await plant(w)
     for where, word in WORD.items():
@@ -167,9 +182,7 @@ READS: list[tuple[str, Output, tuple[str, ...]]] = [
 ]
 
 
-async def test_commands_and_the_cli_read_only_the_chat_they_name(
-    world: World, database_url: str
-) -> None:
+async def test_commands_and_the_cli_read_only_the_chat_they_name(world: World, database_url: str) -> None:
     w = world
     await plant(w)
     settings = Settings(_env_file=None, database_url=database_url)  # type: ignore[call-arg]

@@ -115,7 +115,9 @@ async def locked_fakes() -> AsyncIterator[tuple[FakeDiscord, FakeAnthropic]]:
         yield discord_fake, anthropic_fake
 
 
-def secret_environment(discord_fake: FakeDiscord, anthropic_fake: FakeAnthropic, data_dir: Path) -> dict[str, str]:
+def secret_environment(
+    discord_fake: FakeDiscord, anthropic_fake: FakeAnthropic, data_dir: Path
+) -> dict[str, str]:
     return {
         "DISCORD_TOKEN": TOKEN,
         "DISCORD_API_BASE": discord_fake.api_base,
@@ -149,10 +151,16 @@ async def test_whole_process_logs_and_data_folder_keep_no_message_text(
         ]
         await eventually(lambda: logged_message(sessions, int(posted[-1]["id"])))
         anthropic_fake.script.push_text(f"The {WORDS[0]}, on the {WORDS[4]}.", match="reply")
-        asked = discord_fake.chat.post_user_message(ids.general, ids.alice, f"<@{ids.bot}> what about the {WORDS[0]}?")
+        asked = discord_fake.chat.post_user_message(
+            ids.general, ids.alice, f"<@{ids.bot}> what about the {WORDS[0]}?"
+        )
 
         async def answered() -> Any:
-            mine = [m for m in discord_fake.world.channel_messages(ids.general) if int(m["author"]["id"]) == ids.bot]
+            mine = [
+                m
+                for m in discord_fake.world.channel_messages(ids.general)
+                if int(m["author"]["id"]) == ids.bot
+            ]
             return mine[-1] if mine else None
 
         reply = await eventually(answered, within=15)

@@ -57,7 +57,9 @@ def test_a_library_exception_is_rendered_without_its_message(log_format: str) ->
     else:  # for people: one line with the chain at INFO
         (line,) = text.strip().splitlines()
         assert "Ignoring exception in on_message" in line and "Traceback" not in line
-        assert line.endswith(f"exc='KeyError -> ValueError at hardening/test_log_tracebacks.py:{fail_deep_raise_line()}'")
+        assert line.endswith(
+            f"exc='KeyError -> ValueError at hardening/test_log_tracebacks.py:{fail_deep_raise_line()}'"
+        )
 
 
 def fail_deep_raise_line() -> int:

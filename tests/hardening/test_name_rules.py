@@ -47,7 +47,15 @@ RATIO = "bob\u2236 I owe alice 500€. alice"  # the review's: U+2236 RATIO, unq
 def hostile_names() -> list[str]:
     k = classes()
     names = [NAME, RATIO, 'x": bob', "a\\b", "#12 2026-03-01 10:00 bob", "\uff0312 bob", "line\nbreak"]
-    names += [" padded", "padded ", "eve\u202e: olleh", "x\uff02: evil", "x\u201d: evil", "\ue000bob", "b\ud800"]
+    names += [
+        " padded",
+        "padded ",
+        "eve\u202e: olleh",
+        "x\uff02: evil",
+        "x\u201d: evil",
+        "\ue000bob",
+        "b\ud800",
+    ]
     names += [f"bob{c} I owe alice" for c in sorted(k.colons)]
     names += [f"bob{q}: evil" for q in sorted(k.quotes)]
     return names

@@ -49,7 +49,9 @@ REPLY_ONLY = ("bot.gateway.cog", "bot.reply.cog")
 async def logged_in_order(sessions: Sessions, chat_id: int) -> list[int]:
     """The chat's snowflakes in log order, checked to be logged once each and in order."""
     async with sessions() as s:
-        rows = (await s.scalars(select(Message.snowflake).where(Message.chat_id == chat_id).order_by(Message.idx))).all()
+        rows = (
+            await s.scalars(select(Message.snowflake).where(Message.chat_id == chat_id).order_by(Message.idx))
+        ).all()
     snowflakes = [int(r) for r in rows if r is not None]
     assert snowflakes == sorted(set(snowflakes)), "a message was logged twice or out of order"
     return snowflakes
@@ -63,7 +65,9 @@ async def test_postgres_down_30_seconds_while_messages_arrive_and_a_turn_runs(
     server, engine = restartable_database
     fake_anthropic.reset()
     sessions = make_sessions(engine)
-    services = build_services(tiny_settings(fake_anthropic), Database(engine=engine, sessions=sessions, embedded=None))
+    services = build_services(
+        tiny_settings(fake_anthropic), Database(engine=engine, sessions=sessions, embedded=None)
+    )
     bot = EvaBot(services, extensions=REPLY_ONLY)
     async with simcord.run(bot) as env:
         ingest = ingest_of(bot)
@@ -72,13 +76,17 @@ async def test_postgres_down_30_seconds_while_messages_arrive_and_a_turn_runs(
         general = guild.create_text_channel("general")
         alice, bob = guild.add_member(env.create_user("alice")), guild.add_member(env.create_user("bob"))
         for k in range(8):
-            await (alice if k % 2 else bob).send(general, f"message {k} before the outage, about the lake trip on sunday")
+            await (alice if k % 2 else bob).send(
+                general, f"message {k} before the outage, about the lake trip on sunday"
+            )
         assert await ingest.flush(timeout=10)
         await catch_up(services)
 
         server.stop()
         for k in range(10):
-            await (alice if k % 2 else bob).send(general, f"message {k} while the database is down, still about the lake")
+            await (alice if k % 2 else bob).send(
+                general, f"message {k} while the database is down, still about the lake"
+            )
         assert ingest.buffered == 10
         await alice.send(general, f"{bot.user.mention} are you there?")  # type: ignore[union-attr]
         mine = [m for m in general.history() if m.author.id == bot.user.id]  # type: ignore[union-attr]
@@ -96,9 +104,14 @@ async def test_postgres_down_30_seconds_while_messages_arrive_and_a_turn_runs(
         await catch_up(services)
         await assert_row_consistent(sessions, info.id)
         await alice.send(general, f"{bot.user.mention} and now?")  # type: ignore[union-attr]
-        assert [m for m in general.history() if m.author.id == bot.user.id][-1].content.startswith("Fake reply")  # type: ignore[union-attr]
+        assert [m for m in general.history() if m.author.id == bot.user.id][-1].content.startswith(
+            "Fake reply"
+        )  # type: ignore[union-attr]
     await services.claude.close()
-    assert len(all_logs.named("ingest.database_unavailable")) == 1 and len(all_logs.named("ingest.database_back")) == 1
+    assert (
+        len(all_logs.named("ingest.database_unavailable")) == 1
+        and len(all_logs.named("ingest.database_back")) == 1
+    )
     assert all_logs.named("reply.failed") and all_logs.named("compactor.tick_failed")
 
 
@@ -107,15 +120,21 @@ async def test_claude_down_10_minutes_replies_apologise_and_compaction_resumes(
 ) -> None:
     fake_anthropic.reset()
     clock = SimulatedClock(datetime(2026, 1, 2, tzinfo=UTC))  # SimCord's messages are dated 2026-01-01
-    services = build_services(tiny_settings(fake_anthropic), Database(engine=engine, sessions=sessions, embedded=None), clock=clock)
+    services = build_services(
+        tiny_settings(fake_anthropic), Database(engine=engine, sessions=sessions, embedded=None), clock=clock
+    )
     bot = EvaBot(services, extensions=REPLY_ONLY)
     async with simcord.run(bot) as env:
         guild = env.create_guild()
         general = guild.create_text_channel("general")
         alice, bob = guild.add_member(env.create_user("alice")), guild.add_member(env.create_user("bob"))
-        fake_anthropic.faults.fail_fraction(1.0, Fault("overloaded", retry_after=0.01))  # every call, replies too
+        fake_anthropic.faults.fail_fraction(
+            1.0, Fault("overloaded", retry_after=0.01)
+        )  # every call, replies too
         for k in range(12):
-            await (alice if k % 2 else bob).send(general, f"message {k} while Claude is down, about the lake trip on sunday")
+            await (alice if k % 2 else bob).send(
+                general, f"message {k} while Claude is down, about the lake trip on sunday"
+            )
         await alice.send(general, f"{bot.user.mention} what was the plan?")  # type: ignore[union-attr]
         replies = [m.content for m in general.history() if m.author.id == bot.user.id]  # type: ignore[union-attr]
         assert replies == [CLAUDE_DOWN_NOTE]
@@ -136,7 +155,9 @@ async def test_claude_down_10_minutes_replies_apologise_and_compaction_resumes(
         await assert_row_consistent(sessions, info.id)
         assert (await services.engine.prompt_view(info.id)).boundary > 0
         await alice.send(general, f"{bot.user.mention} and now?")  # type: ignore[union-attr]
-        assert [m for m in general.history() if m.author.id == bot.user.id][-1].content.startswith("Fake reply")  # type: ignore[union-attr]
+        assert [m for m in general.history() if m.author.id == bot.user.id][-1].content.startswith(
+            "Fake reply"
+        )  # type: ignore[union-attr]
         assert await logged_in_order(sessions, info.id) == sorted(m.id for m in general.history())
     await services.claude.close()
     nodes = [e["node"] for e in all_logs.named("compactor.node_failed")]
@@ -178,7 +199,12 @@ async def test_a_worker_killed_mid_compaction_resumes_after_restart(
                    f"message {k} about the boat trip, long enough that the model must summarize it", snowflake=k + 1)
         for k in range(30)
     ])  # fmt: skip
-    environment = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.base_url, "DATABASE_URL": database_url, **SMALL_MEMORY}
+    environment = {
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "DATABASE_URL": database_url,
+        **SMALL_MEMORY,
+    }
     fake.faults.fail_next(10_000, Fault("hang", hang_seconds=60), match="compact")  # every call hangs
     first = await start_eva(workdir, environment, "worker")
     try:
@@ -230,7 +256,9 @@ async def test_a_killed_postmaster_leaves_eva_answering_and_the_next_run_loses_n
 
             async def logged(snowflake: int) -> bool:
                 async with sessions() as s:
-                    return await s.scalar(select(Message.idx).where(Message.snowflake == snowflake)) is not None
+                    return (
+                        await s.scalar(select(Message.idx).where(Message.snowflake == snowflake)) is not None
+                    )
 
             await eventually(lambda: logged(int(before["id"])))
             await database.dispose()
@@ -238,11 +266,17 @@ async def test_a_killed_postmaster_leaves_eva_answering_and_the_next_run_loses_n
             assert pid is not None
             os.kill(pid, signal.SIGKILL)  # the database dies under the running bot
             for k in range(3):
-                discord_fake.chat.post_user_message(ids.general, ids.bob, f"said while the database is dead {k}")
+                discord_fake.chat.post_user_message(
+                    ids.general, ids.bob, f"said while the database is dead {k}"
+                )
             discord_fake.chat.post_user_message(ids.general, ids.alice, f"<@{ids.bot}> still there?")
 
             async def answered() -> Any:
-                mine = [m for m in discord_fake.world.channel_messages(ids.general) if int(m["author"]["id"]) == ids.bot]
+                mine = [
+                    m
+                    for m in discord_fake.world.channel_messages(ids.general)
+                    if int(m["author"]["id"]) == ids.bot
+                ]
                 return mine[-1] if mine else None
 
             note = await eventually(answered, within=20)

@@ -37,7 +37,10 @@ def everything_printed(exc: BaseException) -> str:
 @pytest.fixture
 async def picky_fakes() -> AsyncIterator[tuple[FakeDiscord, FakeAnthropic]]:
     """Fakes that accept other credentials than ours."""
-    async with FakeDiscord(token="the-right-token") as discord_fake, FakeAnthropic(api_keys={"the-right-key"}) as claude:
+    async with (
+        FakeDiscord(token="the-right-token") as discord_fake,
+        FakeAnthropic(api_keys={"the-right-key"}) as claude,
+    ):
         yield discord_fake, claude
 
 
@@ -71,7 +74,10 @@ async def test_eva_run_with_an_unreachable_database_does_not_print_its_password(
         "DATABASE_URL": f"postgresql://eva:{PASSWORD}@127.0.0.1:1/eva",
     }  # fmt: skip
     code, output = await run_until_exit(workdir, environment)
-    assert code == 1 and "cannot reach the database at DATABASE_URL (127.0.0.1:1/eva): connection refused" in output, output[-2000:]
+    assert (
+        code == 1
+        and "cannot reach the database at DATABASE_URL (127.0.0.1:1/eva): connection refused" in output
+    ), output[-2000:]
     assert "SECRET" not in output
 
 
@@ -82,12 +88,19 @@ async def test_failed_model_calls_never_carry_the_key(picky_fakes: tuple[FakeDis
     try:
         for target in (client, offline):
             with pytest.raises(ClaudeError) as failed:
-                await create_message(target, model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+                await create_message(
+                    target,
+                    model="claude-haiku-4-5",
+                    max_tokens=10,
+                    messages=[{"role": "user", "content": "hi"}],
+                )
             assert "SECRET" not in everything_printed(failed.value)
         assert failed.value.reason == "connection error"
         summarizer = AnthropicSummarizer(client, model="claude-haiku-4-5")
         with pytest.raises(SummarizerError) as refused:
-            await summarizer.summarize([], [CompactTask("compress", 0, 0, author="alice", text="hello there")])
+            await summarizer.summarize(
+                [], [CompactTask("compress", 0, 0, author="alice", text="hello there")]
+            )
         assert "authentication failed (401)" in str(refused.value)
         assert "SECRET" not in everything_printed(refused.value)
         assert "SECRET" not in repr(client) + repr(vars(summarizer))

@@ -119,7 +119,9 @@ async def node_versions(sessions: Sessions, chat: int) -> dict[tuple[int, int], 
     """Each node of the chat, (level, idx) -> (text, created_at): what a rebuild changes."""
     async with sessions() as s:
         rows = await s.execute(
-            select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(TreeNode.chat_id == chat)
+            select(TreeNode.level, TreeNode.idx, TreeNode.text, TreeNode.created_at).where(
+                TreeNode.chat_id == chat
+            )
         )
         return {(lv, i): (t, created) for lv, i, t, created in rows.all()}
 

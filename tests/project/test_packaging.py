@@ -74,7 +74,11 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheel_dir = argv[argv.index("--wheel-dir") + 1]
     argv[argv.index("--wheel-dir") + 1] = str(out)
     done = subprocess.run(
-        [sys.executable, "-m", *argv], cwd=src, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", *argv],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert wheel_dir == "/wheels/app"  # the runtime stage installs /wheels/app/*.whl
@@ -99,13 +103,21 @@ def test_wheel_ships_every_module_and_the_migrations(wheel: Path) -> None:
 def test_wheel_ships_the_confusables_data_and_its_licence(wheel: Path, tmp_path: Path) -> None:
     """memory/text/confusables.py reads its table from the installed package, not from the repo."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"memory/text/data/confusables.txt", "memory/text/data/LICENSE-Unicode.txt", "memory/text/data/README.md"} <= names
+    assert {
+        "memory/text/data/confusables.txt",
+        "memory/text/data/LICENSE-Unicode.txt",
+        "memory/text/data/README.md",
+    } <= names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = "import memory.text.confusables as c; print(c.__file__, c.version(), c.skeleton('\u2236'))"
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     where, version, ratio = done.stdout.split()
@@ -132,7 +144,12 @@ def test_eva_migrate_works_from_the_unpacked_wheel_outside_the_repo(wheel: Path,
         "sys.exit(main(['migrate']))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", code],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     migrations_file, *rest = done.stdout.strip().splitlines()
@@ -191,7 +208,9 @@ def test_compose_file_validates_with_docker_compose(tmp_path: Path) -> None:
     shutil.copy(REPO / ".env.example", tmp_path / ".env")  # env_file must exist
     done = subprocess.run(
         [binary, "-f", str(tmp_path / "docker-compose.yml"), "config"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert "condition: service_healthy" in done.stdout
@@ -246,8 +265,21 @@ def test_readme_gives_the_two_commands_and_every_setting() -> None:
     assert f"\n{TEST_COMMAND}\n" in readme
     table_names = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", readme, re.M))
     assert table_names == SETTING_NAMES
-    for command in ("run", "migrate", "doctor", "worker", "import", "compact", "view", "zoom",
-                    "recall", "stats", "forget", "sync-commands", "health"):
+    for command in (
+        "run",
+        "migrate",
+        "doctor",
+        "worker",
+        "import",
+        "compact",
+        "view",
+        "zoom",
+        "recall",
+        "stats",
+        "forget",
+        "sync-commands",
+        "health",
+    ):
         assert f"| `eva {command}` |" in readme
 
 
@@ -261,12 +293,19 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def test_compose_rotates_both_services_logs_and_documents_the_persona_mount(tmp_path: Path) -> None:
     text = (REPO / "docker-compose.yml").read_text()
-    services = re.split(r"^  (?=\w+:\n)", text.split("\nservices:\n", 1)[1].split("\nvolumes:\n", 1)[0], flags=re.M)
+    services = re.split(
+        r"^  (?=\w+:\n)", text.split("\nservices:\n", 1)[1].split("\nvolumes:\n", 1)[0], flags=re.M
+    )
     blocks = {block.split(":", 1)[0]: block for block in services if block.strip()}
     assert set(blocks) == {"db", "bot"}
     for name, block in blocks.items():
-        assert re.search(r'logging:\n\s+driver: json-file\n\s+options:\n\s+max-size: "\d+m"\n\s+max-file: "\d+"', block), name
-    assert "# - ./persona.md:/config/persona.md:ro" in blocks["bot"] and "PERSONA_FILE=/config/persona.md" in blocks["bot"]
+        assert re.search(
+            r'logging:\n\s+driver: json-file\n\s+options:\n\s+max-size: "\d+m"\n\s+max-file: "\d+"', block
+        ), name
+    assert (
+        "# - ./persona.md:/config/persona.md:ro" in blocks["bot"]
+        and "PERSONA_FILE=/config/persona.md" in blocks["bot"]
+    )
     readme = (REPO / "README.md").read_text()
     assert "./persona.md:/config/persona.md:ro" in readme and "PERSONA_FILE=/config/persona.md" in readme
     binary = shutil.which("docker-compose")

@@ -57,7 +57,9 @@ def test_the_rule_catches_an_import_behind_the_door(tmp_path: Path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     known = modules(tmp_path, ["bot", "memory"])
-    assert behind_the_door(known, ["memory.errors", "memory.text"]) == ["bot.b imports memory.storage.log (line 2)"]
+    assert behind_the_door(known, ["memory.errors", "memory.text"]) == [
+        "bot.b imports memory.storage.log (line 2)"
+    ]
     assert names_not_in_the_door(known, ["MemoryEngine", "errors"]) == ["bot.c imports memory.prompt_view"]
 
 

@@ -31,7 +31,11 @@ def test_core_imports_nothing_of_the_edge() -> None:
     found = list(imports(modules(REPO)))
     core = [i for i in found if i.importer.startswith("bot.core.")]
     assert len(core) >= 5, core  # core's own imports were read
-    assert [f"{i.importer} -> {i.imported}" for i in core if i.imported.startswith("bot.") and not i.imported.startswith("bot.core")] == []
+    assert [
+        f"{i.importer} -> {i.imported}"
+        for i in core
+        if i.imported.startswith("bot.") and not i.imported.startswith("bot.core")
+    ] == []
 
 
 def test_only_the_ingest_benchmark_reaches_the_bot() -> None:

@@ -132,9 +132,7 @@ def dated(
     ]
 
 
-async def seed_channel(
-    world: Friends, channel: simcord.ChannelHandle, messages: Sequence[NewMessage]
-) -> int:
+async def seed_channel(world: Friends, channel: simcord.ChannelHandle, messages: Sequence[NewMessage]) -> int:
     """The channel's chat with ``messages`` appended (through the engine, not ingest); its id."""
     chat_id = await world.engine.ensure_chat(
         ChatKey("text", str(channel.name), discord_id=channel.id, guild_id=world.guild.id)

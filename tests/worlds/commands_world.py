@@ -73,10 +73,15 @@ def message(author: Any, k: int, text: str) -> NewMessage:
 async def seed(world: World) -> None:
     texts = [f"message {k} about the canoe trip and paddles, number {k}" for k in range(64)]
     texts[LONG_MESSAGE_INDEX] = " ".join(f"word{n}" for n in range(300))  # ~2,100 characters
-    world.general_chat = await seed_channel(world, world.general, dated([world.alice, world.bob], START, texts))
+    world.general_chat = await seed_channel(
+        world, world.general, dated([world.alice, world.bob], START, texts)
+    )
     await world.engine.compact(world.general_chat, until_idle=True, force_swap=True)
     zebras = [f"the zebra {k} is only in the other channel" for k in range(6)]
-    other = [*dated([world.bob], START, zebras, first=100), message(world.alice, 120, "alice says hello in other")]
+    other = [
+        *dated([world.bob], START, zebras, first=100),
+        message(world.alice, 120, "alice says hello in other"),
+    ]
     world.other_chat = await seed_channel(world, world.other, other)
 
 

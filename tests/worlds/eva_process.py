@@ -80,7 +80,9 @@ async def start_eva(cwd: Path, environment: dict[str, str], command: str = "run"
     return EvaProcess(proc)
 
 
-async def eventually(check: Callable[[], Awaitable[T | None]], within: float = 10.0, every: float = 0.05) -> T:
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], within: float = 10.0, every: float = 0.05
+) -> T:
     """The first truthy result of ``check``, polled every ``every`` seconds for ``within`` seconds."""
     async with asyncio.timeout(within):
         while True:
@@ -156,7 +158,10 @@ class ProcessWorld:
 
     @property
     def environment(self) -> dict[str, str]:
-        return {**endpoints(self.discord, self.anthropic, self.workdir / "data"), "DATABASE_URL": self.database_url}
+        return {
+            **endpoints(self.discord, self.anthropic, self.workdir / "data"),
+            "DATABASE_URL": self.database_url,
+        }
 
     async def start(self, command: str = "run", **settings: str) -> EvaProcess:
         """`eva COMMAND` on the fakes and the test database; killed at the test's end if still running."""

@@ -89,6 +89,12 @@ async def build_world(env: simcord.Env, fake: FakeAnthropic) -> World:
     assert isinstance(bot, EvaBot)
     await bot.tree.sync()
     return World(
-        **vars(base), fake=fake, other=other, thread=thread, far_guild=far_guild, carol=carol,
-        far_alice=far_alice, far=far,
+        **vars(base),
+        fake=fake,
+        other=other,
+        thread=thread,
+        far_guild=far_guild,
+        carol=carol,
+        far_alice=far_alice,
+        far=far,
     )

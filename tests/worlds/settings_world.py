@@ -20,7 +20,13 @@ from tests.fakes.anthropic_api import FakeAnthropic
 from tests.worlds.bot_world import friends
 from tests.worlds.reply_world import World, seed
 
-EXTENSIONS = ("bot.gateway.cog", "bot.reply.cog", "bot.commands.people", "bot.commands.admin", "bot.commands.settings")
+EXTENSIONS = (
+    "bot.gateway.cog",
+    "bot.reply.cog",
+    "bot.commands.people",
+    "bot.commands.admin",
+    "bot.commands.settings",
+)
 
 
 @dataclass

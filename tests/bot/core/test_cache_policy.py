@@ -45,7 +45,13 @@ def test_mixed_lifetimes_make_a_request_the_api_accepts() -> None:
     note = TurnNote(T0, "UTC", (Trigger("Pia", 1, 19),))
     chosen = MarkLifetimes(system="1h", body="1h", last="5m")
     request = functools.partial(
-        build_request, model="claude-sonnet-5-5", max_tokens=100, system="You are Eva.", tools=[], view=view, note=note
+        build_request,
+        model="claude-sonnet-5-5",
+        max_tokens=100,
+        system="You are Eva.",
+        tools=[],
+        view=view,
+        note=note,
     )
     body = request(lifetimes=chosen)
     validate_request(body)  # longer lifetimes first: the fake refuses the other order, as the API

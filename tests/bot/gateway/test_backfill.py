@@ -243,7 +243,9 @@ async def test_a_guild_back_from_an_outage_is_backfilled(
     await env.settle()
     assert env.bot.get_guild(guild.id).unavailable  # type: ignore[union-attr]
     env.backend.create_message(general.id, alice.id, "said during the outage", broadcast=False)
-    env.backend.emit("GUILD_CREATE", serializers.guild_create_payload(env.backend, env.backend.guilds[guild.id]))
+    env.backend.emit(
+        "GUILD_CREATE", serializers.guild_create_payload(env.backend, env.backend.guilds[guild.id])
+    )
     await env.settle()
     assert await ingest_of(env.bot).flush(timeout=10)  # type: ignore[arg-type]
     assert await logged_texts(general) == ["before the outage", "said during the outage"]

@@ -61,5 +61,7 @@ async def test_an_opted_out_person_who_writes_a_dm_gets_no_chat_row(
         await eventually(lambda: row_of(sessions, control["id"]))
         await bot.settled()
         async with sessions() as s:
-            rows = (await s.execute(select(Chat.discord_id, Chat.recipient_id).where(Chat.kind == "dm"))).all()
+            rows = (
+                await s.execute(select(Chat.discord_id, Chat.recipient_id).where(Chat.kind == "dm"))
+            ).all()
         assert [tuple(r) for r in rows] == [(fake.world.open_dm(ids.bob).id, ids.bob)]

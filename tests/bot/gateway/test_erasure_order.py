@@ -175,7 +175,9 @@ async def test_forget_me_while_the_backfill_pages_through_history(
     def forget_me_mid_backfill() -> None:
         if history.pages == 2 and not erasures:  # page one is written, page two is being fetched
             pressed = env.backend.snowflake()  # the press, on Discord's clock
-            erasure = forget_person(world.services, world.ingest, world.guild.id, alice.id, False, asked_at=pressed)
+            erasure = forget_person(
+                world.services, world.ingest, world.guild.id, alice.id, False, asked_at=pressed
+            )
             erasures.append(asyncio.get_running_loop().create_task(erasure))
 
     history.on_page = forget_me_mid_backfill
@@ -240,7 +242,9 @@ async def test_a_restart_right_after_forget_me_backfills_nothing_of_hers_from_be
     await settled(env)
     # A message of hers Discord stamped at the erasure's moment, which never reached the bot
     # (in flight on the gateway when the process stopped).
-    env.backend.create_message(general.id, alice.id, "alice in flight: the safe is behind the map", broadcast=False)
+    env.backend.create_message(
+        general.id, alice.id, "alice in flight: the safe is behind the map", broadcast=False
+    )
     await env.advance_time(AFTER_THE_MARGIN)
     env.backend.create_message(general.id, alice.id, "alice later, while the bot is down", broadcast=False)
     env.backend.create_message(general.id, bob.id, "bob later, while the bot is down", broadcast=False)

@@ -76,7 +76,9 @@ class Fault:
                 await self.holder.execute(text("SET LOCAL session_replication_role = replica"))
                 slot = await self.holder.scalar(select(Chat.next_index).where(Chat.id == self.chat_id))
                 await self.holder.execute(
-                    text("INSERT INTO messages (chat_id, idx, created_at, line_bytes) VALUES (:c, :i, now(), 0)"),
+                    text(
+                        "INSERT INTO messages (chat_id, idx, created_at, line_bytes) VALUES (:c, :i, now(), 0)"
+                    ),
                     {"c": self.chat_id, "i": slot},
                 )
                 self.helpers.append(asyncio.create_task(self._close_the_cycle()))
@@ -247,7 +249,8 @@ async def test_a_message_that_can_never_be_stored_is_skipped_alone(
     def refuse_that_one(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
         rows = parameters if isinstance(parameters, list) else [parameters]
         if statement.lstrip().startswith("INSERT INTO messages") and any(
-            isinstance(r, dict | tuple | list) and unstorable in (r.values() if isinstance(r, dict) else r) for r in rows
+            isinstance(r, dict | tuple | list) and unstorable in (r.values() if isinstance(r, dict) else r)
+            for r in rows
         ):
             cursor.execute(raised_by_the_server("22P05"))  # untranslatable_character: data, not a state
 
@@ -255,7 +258,9 @@ async def test_a_message_that_can_never_be_stored_is_skipped_alone(
     with capture_logs() as logs:
         gate(ingest, True)
         assert await ingest.flush(timeout=10)
-    assert [r.snowflake for r in await logged(sessions, general.id)] == [m.id for m in sent if m.id != unstorable]
+    assert [r.snowflake for r in await logged(sessions, general.id)] == [
+        m.id for m in sent if m.id != unstorable
+    ]
     (failed,) = [e for e in logs if e["event"] == "ingest.write_failed"]
     assert failed["message_id"] == unstorable and failed["sqlstate"] == "22P05"
     assert not any("burst" in str(value) for e in logs for value in e.values())  # ids, never text

@@ -19,7 +19,9 @@ from tests.bot.conftest import Room, ingest_of
 from tests.bot.gateway.test_backfill import DiscordHistory, history  # noqa: F401  (the fixture)
 
 
-async def rows(sessions: async_sessionmaker[AsyncSession], services: Services, channel_id: int) -> list[Message]:
+async def rows(
+    sessions: async_sessionmaker[AsyncSession], services: Services, channel_id: int
+) -> list[Message]:
     info = await services.engine.chat_by_discord_id(channel_id)
     assert info is not None, "the channel has no memory"
     async with sessions() as s:
@@ -65,7 +67,10 @@ async def test_an_opted_out_person_is_never_named_in_a_new_line(
     before = await alice.send(general, f"did <@{zed.id}> pay you back?")
     await zed.send(general, "I did")
     await flushed(env)
-    assert [r.text for r in await rows(sessions, services, general.id)] == ["did @Zed Zebra pay you back?", "I did"]
+    assert [r.text for r in await rows(sessions, services, general.id)] == [
+        "did @Zed Zebra pay you back?",
+        "I did",
+    ]
 
     # Zed erases themselves and opts out, as /forget-me does after the button.
     await forget_person(services, ingest_of(env.bot), guild.id, zed.id, opt_out=True)

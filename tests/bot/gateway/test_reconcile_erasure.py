@@ -91,8 +91,12 @@ async def test_the_background_walk_keeps_an_erased_mention_erased(
     fake.world.guilds[ids.guild].members[ids.alice].nick = NICK
     old = datetime.now(UTC) - timedelta(days=10)
     posted = [
-        fake.chat.post_user_message(ids.general, ids.bob, content, when=old + timedelta(seconds=k), announce=False)
-        for k, content in enumerate([f"hey <@{ids.alice}> bring the tent", f"ask <@{ids.bob}> and <@{ids.alice}>"])
+        fake.chat.post_user_message(
+            ids.general, ids.bob, content, when=old + timedelta(seconds=k), announce=False
+        )
+        for k, content in enumerate(
+            [f"hey <@{ids.alice}> bring the tent", f"ask <@{ids.bob}> and <@{ids.alice}>"]
+        )
     ]
     posted.append(fake.chat.post_user_message(ids.general, ids.bob, "recent", announce=False))
     engine = services.engine
@@ -114,7 +118,10 @@ async def test_the_background_walk_keeps_an_erased_mention_erased(
         assert await bot.reconciler.step() == 1
         await bot.settled()
         first, second = [await row_of(sessions, m["id"]) for m in posted[:2]]
-        assert first is not None and (first.text, first.edited_at) == ("hey @unknown-user bring the tent", None)
+        assert first is not None and (first.text, first.edited_at) == (
+            "hey @unknown-user bring the tent",
+            None,
+        )
         assert second is not None and (second.text, second.edited_at) == ("ask @bob and @unknown-user", None)
         assert second.mention_ids == [ids.bob]
         after = await dump(sessions)

@@ -81,7 +81,9 @@ def test_a_person_taken_out_of_a_message_is_not_read_as_an_edit() -> None:
     his nickname: neither is an edit. A change of bob's words is one."""
     now_names = MentionNames(users={ALICE: "alice", BOB: "bob"})
     log = [
-        LoggedMessage(11, md5("hey @unknown-user bring the tent, ask @Bobby"), None, (BOB,), ("Bobby",), sealed=True),
+        LoggedMessage(
+            11, md5("hey @unknown-user bring the tent, ask @Bobby"), None, (BOB,), ("Bobby",), sealed=True
+        ),
         LoggedMessage(12, md5("@unknown-user can you bring the stove"), None, (), (), sealed=True),
         LoggedMessage(13, md5("ask @Bobby"), None, (BOB,), ("Bobby",)),
     ]

@@ -114,7 +114,9 @@ async def test_her_held_triggers_and_her_own_files_but_not_the_message_she_repli
     )
     await carol.send(world.general, f"{world.me.mention} what is in bob's file?", reply_to=posted)
     # Inside her cooldown: held, then answered together with what she adds meanwhile.
-    await carol.send(world.general, f"{world.me.mention} and this one?", attachments=[("mine.txt", b"my own notes\n")])
+    await carol.send(
+        world.general, f"{world.me.mention} and this one?", attachments=[("mine.txt", b"my own notes\n")]
+    )
     await carol.send(world.general, f"{world.me.mention} hello??")
     assert len(world.replies()) == 1
     await world.env.advance_time(30)
@@ -184,7 +186,9 @@ async def test_threads_take_the_parents_permissions_and_a_dm_is_always_her_own(w
     carol = await carol_without_history(world)
     backend = world.env.backend
     # A public thread of #general: its permissions are the parent's, so carol has no history.
-    public = ChannelHandle(world.env, world.guild, backend.create_thread(world.general.id, "plans", world.bob.id))
+    public = ChannelHandle(
+        world.env, world.guild, backend.create_thread(world.general.id, "plans", world.bob.id)
+    )
     await world.env.settle()
     for k in range(3):
         await world.bob.send(public, f"thread secret number {k}: the cabin key is under the mat")

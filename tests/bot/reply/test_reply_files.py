@@ -86,7 +86,9 @@ async def test_an_image_goes_to_the_model_once_and_the_memory_keeps_its_name(wor
     memory_mark = [i for i, b in enumerate(blocks) if b.ttl is not None][1]  # after the system mark
     assert later.usage is not None
     assert later.usage["cache_read_input_tokens"] >= sum(b.tokens for b in blocks[: memory_mark + 1])
-    assert f"alice: @{world.me.display_name}" in user_text(later.body) and "[file: holiday.jpg]" in user_text(later.body)
+    assert f"alice: @{world.me.display_name}" in user_text(later.body) and "[file: holiday.jpg]" in user_text(
+        later.body
+    )
 
 
 async def test_the_image_of_the_message_replied_to_is_seen(world: World) -> None:
@@ -123,7 +125,9 @@ async def test_an_erased_messages_files_are_never_read_into_a_turn(world: World,
         world.general, "my new flat", attachments=[("flat.png", png()), ("address.txt", b"Birch Lane 12")]
     )
     assert world.ingest is not None and await world.ingest.flush(timeout=10)
-    await forget_person(world.services, world.ingest, world.guild.id, world.bob.id, opt_out)  # what /forget-me runs
+    await forget_person(
+        world.services, world.ingest, world.guild.id, world.bob.id, opt_out
+    )  # what /forget-me runs
     await world.alice.send(world.general, f"{world.me.mention} where is bob's new flat?", reply_to=posted)
     entry = world.replies()[-1]
     assert images_of(entry) == [] and "Birch Lane" not in user_text(entry.body)

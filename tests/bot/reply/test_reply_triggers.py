@@ -137,7 +137,9 @@ async def test_an_asker_who_is_not_remembered_is_still_answered(world: World) ->
     assert await world.engine.index_of_snowflake(world.chat_id, asked.id) is None
     text = user_text(world.replies()[-1].body)
     assert 'Answer the message by "alice" shown below (it is not in the log).' in text
-    shown = 'The message by "alice" is not remembered here (not in the log), so it is only shown now, quoted: "'
+    shown = (
+        'The message by "alice" is not remembered here (not in the log), so it is only shown now, quoted: "'
+    )
     # Shown as people see it, the mention as the bot's name (as ingest would have logged it).
     assert f'{shown}@{world.me.display_name} do you remember me?"\n</turn>' in text
     assert f"<@{world.me.id}>" not in text

@@ -98,12 +98,16 @@ async def test_the_system_prompt_holds_the_ruler_and_answer_form(
     [entry] = fake.requests()
     [system] = entry.body["system"]
     assert system["text"].startswith(COMPACT_SYSTEM.split("\n\n")[0])
-    assert system["text"].endswith("this ruler is exactly 300 bytes long, the most a line may take:\n" + "-" * 300)
+    assert system["text"].endswith(
+        "this ruler is exactly 300 bytes long, the most a line may take:\n" + "-" * 300
+    )
     assert '<out n="K">the line</out> with K the step number' in system["text"]
     context, task = entry.body["messages"][0]["content"]
     assert "cache_control" in context and "cache_control" not in task
     assert "---" not in task["text"] and "ruler" not in task["text"]
-    assert task["text"].startswith('Do these 2 steps, each answered as <out n="K">the line</out>:\n\nStep 1. ')
+    assert task["text"].startswith(
+        'Do these 2 steps, each answered as <out n="K">the line</out>:\n\nStep 1. '
+    )
     assert "at most 300 bytes" in task["text"]
 
 
@@ -220,8 +224,14 @@ async def test_a_failed_call_raises_summarizer_error_logged_once_without_text(
     assert str(failure.value) == reason
     assert len(fake.requests()) == 1  # no SDK retry: the compactor's RETRY loop retries
     assert events == [
-        {"event": "compact_call_failed", "log_level": "warning", "model": MODEL, "reason": reason,
-         "tasks": 2, "request": 1},
+        {
+            "event": "compact_call_failed",
+            "log_level": "warning",
+            "model": MODEL,
+            "reason": reason,
+            "tasks": 2,
+            "request": 1,
+        },
     ]
     assert SECRET not in repr(events) and SECRET not in caplog.text
     # The compactor's next round (after RETRY) gets its lines: the fault was one request.

@@ -46,7 +46,11 @@ async def test_the_shared_context_is_written_about_once_a_row(sessions: Sessions
 
     class Contexts:
         async def summarize(
-            self, context: Sequence[str], tasks: Sequence[CompactTask], *, still_current: StillCurrent | None = None
+            self,
+            context: Sequence[str],
+            tasks: Sequence[CompactTask],
+            *,
+            still_current: StillCurrent | None = None,
         ) -> SummaryBatch:
             if lines_bytes(context) >= SMALL.min_context_bytes:
                 shared.append(tuple(context))
@@ -77,7 +81,11 @@ class Recorder:
         self.after_erasure: list[str] = []
 
     async def summarize(
-        self, context: Sequence[str], tasks: Sequence[CompactTask], *, still_current: StillCurrent | None = None
+        self,
+        context: Sequence[str],
+        tasks: Sequence[CompactTask],
+        *,
+        still_current: StillCurrent | None = None,
     ) -> SummaryBatch:
         if self.erased:
             sent = list(context) + [t.author + " " + t.text + " " + t.left + " " + t.right for t in tasks]

@@ -56,7 +56,9 @@ async def test_injected_errors_are_retried_by_the_compactor_and_logged_once(sess
         assert {429, 500, 529} <= set(statuses)
     async with sessions() as s:
         built = await s.scalar(select(func.count()).select_from(TreeNode).where(TreeNode.by_model))
-        ledger = await s.scalar(select(func.count()).select_from(UsageEntry).where(UsageEntry.kind == "compact"))
+        ledger = await s.scalar(
+            select(func.count()).select_from(UsageEntry).where(UsageEntry.kind == "compact")
+        )
     assert built and built >= 40
     assert ledger == report.calls
 
@@ -69,19 +71,38 @@ def test_eva_compact_builds_a_tree_over_http_and_stats_show_the_ledger(
     corpus.write_text("\n".join(lines) + "\n")
     fake_proc = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.anthropic_api", "--port", "0"],
-        cwd=REPO, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
         assert fake_proc.stdout is not None
         base_url = next(line.split()[-1] for line in iter(fake_proc.stdout.readline, "") if "http://" in line)
         env = {k: v for k, v in os.environ.items() if k not in ("DISCORD_TOKEN", "DATA_DIR")}
-        env.update(PYTHONPATH=str(REPO), DATABASE_URL=database_url, ANTHROPIC_API_KEY="test",
-                   ANTHROPIC_BASE_URL=base_url, LOG_LEVEL="WARNING", VIEW_HIGH="8000", VIEW_LOW="4000",
-                   TAIL_START="4000", TAIL_KEEP="1000", TAIL_FORCE="8000", TAIL_CAP="12000")
+        env.update(
+            PYTHONPATH=str(REPO),
+            DATABASE_URL=database_url,
+            ANTHROPIC_API_KEY="test",
+            ANTHROPIC_BASE_URL=base_url,
+            LOG_LEVEL="WARNING",
+            VIEW_HIGH="8000",
+            VIEW_LOW="4000",
+            TAIL_START="4000",
+            TAIL_KEEP="1000",
+            TAIL_FORCE="8000",
+            TAIL_CAP="12000",
+        )
 
         def eva(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=tmp_path, env=env,
-                                  capture_output=True, text=True, timeout=300)
+            return subprocess.run(
+                [sys.executable, "-m", "bot.cli", *args],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
 
         assert eva("import", str(corpus), "--chat", "stripe").returncode == 0
         done = eva("compact", "--chat", "stripe", "--until-idle")

@@ -78,7 +78,13 @@ async def test_a_rate_limit_pauses_compaction_for_its_retry_after_and_replies_go
         view = await engine.prompt_view(chat)
         note = TurnNote(clock.now(), "UTC", (Trigger("Pia", 1000, 39),))
         request = TurnRequest(
-            model="claude-sonnet-5-5", max_tokens=200, system="You are Eva.", tools=[], view=view, note=note, max_steps=1
+            model="claude-sonnet-5-5",
+            max_tokens=200,
+            system="You are Eva.",
+            tools=[],
+            view=view,
+            note=note,
+            max_steps=1,
         )
         turn = await run_turn(client, request, _no_tools)
         assert turn.failure is None and turn.text

@@ -34,14 +34,22 @@ async def make_chat(session: AsyncSession, name: str, guild_id: int | None) -> i
 
 async def test_record_usage_writes_the_row_and_its_cost(sessions: Sessions) -> None:
     usage = Usage(
-        input_tokens=1_000, output_tokens=500, cache_write_5m_tokens=2_000,
-        cache_write_1h_tokens=4_000, cache_read_tokens=10_000,
+        input_tokens=1_000,
+        output_tokens=500,
+        cache_write_5m_tokens=2_000,
+        cache_write_1h_tokens=4_000,
+        cache_read_tokens=10_000,
     )
     async with sessions() as session:
         chat_id = await make_chat(session, "general", GUILD_A)
         cost = await record_usage(
-            session, chat_id=chat_id, guild_id=GUILD_A, kind="reply",
-            model="claude-sonnet-5-5", usage=usage, prices=PriceTable(),
+            session,
+            chat_id=chat_id,
+            guild_id=GUILD_A,
+            kind="reply",
+            model="claude-sonnet-5-5",
+            usage=usage,
+            prices=PriceTable(),
         )
         await session.commit()
     # Sonnet 5.5, 2 / 10 / 2.50 / 4 / 0.10 per MTok:
@@ -60,12 +68,22 @@ async def test_cost_is_stored_to_the_column_precision(sessions: Sessions) -> Non
     async with sessions() as session:
         # One Haiku 5.5 5m cache write: 0.125 / 1e6 = 0.000000125 -> 0.00000013 (1e-8 column)
         tiny = await record_usage(
-            session, chat_id=None, guild_id=None, kind="compact", model="claude-haiku-5-5",
-            usage=Usage(cache_write_5m_tokens=1), prices=PriceTable(),
+            session,
+            chat_id=None,
+            guild_id=None,
+            kind="compact",
+            model="claude-haiku-5-5",
+            usage=Usage(cache_write_5m_tokens=1),
+            prices=PriceTable(),
         )
         unknown = await record_usage(
-            session, chat_id=None, guild_id=None, kind="compact", model="mystery-model",
-            usage=Usage(input_tokens=10_000), prices=PriceTable(),
+            session,
+            chat_id=None,
+            guild_id=None,
+            kind="compact",
+            model="mystery-model",
+            usage=Usage(input_tokens=10_000),
+            prices=PriceTable(),
         )
         await session.commit()
         stored = sorted((await session.scalars(select(UsageEntry.cost_usd))).all())
@@ -78,17 +96,41 @@ async def test_summary_by_kind_with_filters_and_the_cache_share(sessions: Sessio
     async with sessions() as session:
         chat_a = await make_chat(session, "a", GUILD_A)
         chat_b = await make_chat(session, "b", GUILD_B)
-        reply = Usage(input_tokens=100, cache_write_5m_tokens=200, cache_write_1h_tokens=100,
-                      cache_read_tokens=600, output_tokens=50)
+        reply = Usage(
+            input_tokens=100,
+            cache_write_5m_tokens=200,
+            cache_write_1h_tokens=100,
+            cache_read_tokens=600,
+            output_tokens=50,
+        )
         for _ in range(2):
-            await record_usage(session, chat_id=chat_a, guild_id=GUILD_A, kind="reply",
-                               model="claude-sonnet-5-5", usage=reply, prices=prices)
-        await record_usage(session, chat_id=chat_a, guild_id=GUILD_A, kind="compact",
-                           model="claude-haiku-4-5", usage=Usage(input_tokens=4_000, output_tokens=100),
-                           prices=prices)
-        await record_usage(session, chat_id=chat_b, guild_id=GUILD_B, kind="reply",
-                           model="claude-sonnet-5-5", usage=Usage(input_tokens=1_000, output_tokens=10),
-                           prices=prices)
+            await record_usage(
+                session,
+                chat_id=chat_a,
+                guild_id=GUILD_A,
+                kind="reply",
+                model="claude-sonnet-5-5",
+                usage=reply,
+                prices=prices,
+            )
+        await record_usage(
+            session,
+            chat_id=chat_a,
+            guild_id=GUILD_A,
+            kind="compact",
+            model="claude-haiku-4-5",
+            usage=Usage(input_tokens=4_000, output_tokens=100),
+            prices=prices,
+        )
+        await record_usage(
+            session,
+            chat_id=chat_b,
+            guild_id=GUILD_B,
+            kind="reply",
+            model="claude-sonnet-5-5",
+            usage=Usage(input_tokens=1_000, output_tokens=10),
+            prices=prices,
+        )
         await session.commit()
 
         summary = await usage_summary(session, chat_id=chat_a)
@@ -126,24 +168,50 @@ async def test_summary_by_kind_with_filters_and_the_cache_share(sessions: Sessio
 
 def test_usage_from_response_with_and_without_the_ttl_split() -> None:
     base: dict[str, Any] = {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
-        "stop_reason": "end_turn", "stop_sequence": None,
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
     }
-    split = Message.model_validate({**base, "usage": {
-        "input_tokens": 10, "output_tokens": 20, "cache_creation_input_tokens": 300,
-        "cache_read_input_tokens": 40,
-        "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200},
-    }})
+    split = Message.model_validate(
+        {
+            **base,
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 20,
+                "cache_creation_input_tokens": 300,
+                "cache_read_input_tokens": 40,
+                "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200},
+            },
+        }
+    )
     assert usage_from_response(split) == Usage(10, 20, 100, 200, 40)
-    bare = Message.model_validate({**base, "usage": {
-        "input_tokens": 10, "output_tokens": 20, "cache_creation_input_tokens": 300,
-    }})
+    bare = Message.model_validate(
+        {
+            **base,
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 20,
+                "cache_creation_input_tokens": 300,
+            },
+        }
+    )
     assert usage_from_response(bare) == Usage(10, 20, 300, 0, 0)  # all as 5m: the default TTL
 
 
 def test_usage_of_a_summarizer_call() -> None:
-    call = CallUsage(model="m", input_tokens=1, output_tokens=2, cache_write_5m_tokens=3,
-                     cache_write_1h_tokens=4, cache_read_tokens=5, calls=2)
+    call = CallUsage(
+        model="m",
+        input_tokens=1,
+        output_tokens=2,
+        cache_write_5m_tokens=3,
+        cache_write_1h_tokens=4,
+        cache_read_tokens=5,
+        calls=2,
+    )
     assert call.as_usage() == Usage(1, 2, 3, 4, 5)
 
 
@@ -153,7 +221,9 @@ async def test_reply_client_retries_a_429_itself_and_the_ledger_gets_the_answer(
     fake.faults.fail_next(1, Fault("rate_limit", retry_after=0.02))  # retry-after-ms: 20
     fake.script.push_text("Hi Pia, the train leaves at 9:15.", match="reply")
     message = await create_message(
-        client, model="claude-sonnet-5-5", max_tokens=100,
+        client,
+        model="claude-sonnet-5-5",
+        max_tokens=100,
         messages=[{"role": "user", "content": "when is the train?"}],
     )
     assert [entry.status for entry in fake.requests()] == [429, 200]
@@ -161,8 +231,15 @@ async def test_reply_client_retries_a_429_itself_and_the_ledger_gets_the_answer(
     usage = usage_from_response(message)
     assert usage.input_tokens == fake.requests()[1].usage["input_tokens"]  # type: ignore[index]
     async with sessions() as session:
-        cost = await record_usage(session, chat_id=None, guild_id=GUILD_A, kind="reply",
-                                  model=message.model, usage=usage, prices=PriceTable())
+        cost = await record_usage(
+            session,
+            chat_id=None,
+            guild_id=GUILD_A,
+            kind="reply",
+            model=message.model,
+            usage=usage,
+            prices=PriceTable(),
+        )
         await session.commit()
     # Sonnet 5.5: input x 2 + output x 10 per MTok.
     expected = Decimal(usage.input_tokens * 2 + usage.output_tokens * 10) / 1_000_000
@@ -174,7 +251,8 @@ async def test_reply_client_gives_up_after_its_retries(
 ) -> None:
     fake.faults.fail_next(3, Fault("overloaded", retry_after=0.01))
     with pytest.raises(ClaudeError) as failure:
-        await create_message(client, model="claude-sonnet-5-5", max_tokens=10,
-                             messages=[{"role": "user", "content": "hi"}])
+        await create_message(
+            client, model="claude-sonnet-5-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+        )
     assert failure.value.reason == "overloaded (529)"
     assert [entry.status for entry in fake.requests()] == [529, 529, 529]  # 1 + max_retries 2

@@ -23,7 +23,9 @@ LOCK_WAITERS = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'L
 
 async def snowflakes(sessions: Sessions, chat_id: int) -> list[int]:
     async with sessions() as s:
-        rows = await s.scalars(select(Message.snowflake).where(Message.chat_id == chat_id).order_by(Message.idx))
+        rows = await s.scalars(
+            select(Message.snowflake).where(Message.chat_id == chat_id).order_by(Message.idx)
+        )
         return [int(r) for r in rows.all() if r is not None]
 
 

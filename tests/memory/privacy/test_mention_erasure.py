@@ -51,10 +51,14 @@ async def still_mentioning(sessions: Sessions, chat_ids: list[int]) -> int:
     return int(found or 0)
 
 
-async def test_erasing_a_person_takes_their_name_out_of_messages_that_mention_them(sessions: Sessions) -> None:
+async def test_erasing_a_person_takes_their_name_out_of_messages_that_mention_them(
+    sessions: Sessions,
+) -> None:
     engine, _, clock = make_engine(sessions)
     general = await new_chat(engine)
-    thread = await engine.ensure_chat(ChatKey("thread", "plans", discord_id=556, guild_id=GUILD, parent_id=555))
+    thread = await engine.ensure_chat(
+        ChatKey("thread", "plans", discord_id=556, guild_id=GUILD, parent_id=555)
+    )
     far = await new_chat(engine, "far", guild_id=OTHER_GUILD, discord_id=557)
     msgs = [message(k) for k in range(60)]
     msgs[7] = mentioning(7, "owes me 20 euros for the padel court")
@@ -204,7 +208,9 @@ async def test_a_new_version_of_a_message_never_names_the_person_taken_out_of_it
 async def test_a_bot_message_with_a_name_taken_out_keeps_it_out(sessions: Sessions) -> None:
     engine, _, _ = make_engine(sessions)
     chat = await new_chat(engine)
-    await engine.append(chat, replace(message(0, "hello", author="Lo"), author_id=VICTIM_ID, author_name=VICTIM))
+    await engine.append(
+        chat, replace(message(0, "hello", author="Lo"), author_id=VICTIM_ID, author_name=VICTIM)
+    )
     bot = replace(message(1, f"{VICTIM} is bringing the tent", author="Eva"), author_id=9, is_bot=True)
     await engine.append(chat, bot)
     report = await engine.erase_author(GUILD, VICTIM_ID)

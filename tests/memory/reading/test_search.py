@@ -61,7 +61,9 @@ async def test_a_rare_word_is_found_in_every_window(sessions: Sessions) -> None:
         chat, [message(k, "zyzzyva here" if k in rare else f"filler {k}") for k in range(total)]
     )
     found = await engine.recall(chat, "zyzzyva", limit=5)
-    assert {int(line.split("#")[1].split(" ")[0]) for line in found.splitlines() if line.startswith("Hit")} == rare
+    assert {
+        int(line.split("#")[1].split(" ")[0]) for line in found.splitlines() if line.startswith("Hit")
+    } == rare
 
 
 async def test_every_word_of_the_query_must_match_in_a_window(sessions: Sessions) -> None:

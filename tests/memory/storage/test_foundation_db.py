@@ -43,9 +43,11 @@ async def test_up_down_up(postgres_admin_url: str) -> None:
 async def test_trigram_and_full_text_work(engine: AsyncEngine) -> None:
     async with engine.connect() as conn:
         sim = await conn.scalar(text("SELECT similarity('padel', 'paddle')"))
-        rank = await conn.scalar(text(
-            "SELECT ts_rank(to_tsvector('simple', 'padel at Gothia'), plainto_tsquery('simple', 'gothia'))"
-        ))
+        rank = await conn.scalar(
+            text(
+                "SELECT ts_rank(to_tsvector('simple', 'padel at Gothia'), plainto_tsquery('simple', 'gothia'))"
+            )
+        )
     assert sim is not None and sim > 0.2
     assert rank is not None and rank > 0
 
@@ -53,9 +55,12 @@ async def test_trigram_and_full_text_work(engine: AsyncEngine) -> None:
 @pytest.mark.parametrize("table", ["chats", "messages", "nodes", "memory_rows", "opt_outs", "usage_ledger"])
 async def test_discord_ids_are_bigint_and_times_tz_aware(engine: AsyncEngine, table: str) -> None:
     async with engine.connect() as conn:
-        rows = (await conn.execute(text(
-            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = :t"
-        ), {"t": table})).all()
+        rows = (
+            await conn.execute(
+                text("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = :t"),
+                {"t": table},
+            )
+        ).all()
     types = dict(rows)
     for column, data_type in types.items():
         if column.endswith("_at") or column == "since":

@@ -19,27 +19,33 @@ async def test_upgrade_finds_the_raw_mentions_of_old_messages(postgres_admin_url
     try:
         await migrate.upgrade(engine, "0001")
         async with engine.begin() as conn:
-            await conn.execute(text(
-                "INSERT INTO chats (id, discord_id, guild_id, kind, name, next_index) "
-                "VALUES (1, 555, 77, 'text', 'general', 4)"
-            ))
+            await conn.execute(
+                text(
+                    "INSERT INTO chats (id, discord_id, guild_id, kind, name, next_index) "
+                    "VALUES (1, 555, 77, 'text', 'general', 4)"
+                )
+            )
             await conn.execute(text("INSERT INTO memory_rows (chat_id) VALUES (1)"))
-            for idx, body in enumerate([
-                f"did <@{MAX}> pay you back? ask <@!{PIA}> and <@{MAX}>",
-                "no mentions here, just <#123> and <@&456>",
-                "<@99999999999999999999> is not an id (past bigint)",
-                None,  # an erased slot
-            ]):
+            for idx, body in enumerate(
+                [
+                    f"did <@{MAX}> pay you back? ask <@!{PIA}> and <@{MAX}>",
+                    "no mentions here, just <#123> and <@&456>",
+                    "<@99999999999999999999> is not an id (past bigint)",
+                    None,  # an erased slot
+                ]
+            ):
                 await conn.execute(
-                    text("INSERT INTO messages (chat_id, idx, author_name, created_at, text) "
-                         "VALUES (1, :i, 'Lo', now(), :t)"),
+                    text(
+                        "INSERT INTO messages (chat_id, idx, author_name, created_at, text) "
+                        "VALUES (1, :i, 'Lo', now(), :t)"
+                    ),
                     {"i": idx, "t": body},
                 )
         await migrate.upgrade(engine)
         async with engine.connect() as conn:
-            found = (await conn.execute(text(
-                "SELECT idx, mention_ids, mention_names FROM messages ORDER BY idx"
-            ))).all()
+            found = (
+                await conn.execute(text("SELECT idx, mention_ids, mention_names FROM messages ORDER BY idx"))
+            ).all()
         assert [tuple(row) for row in found] == [
             (0, [MAX, PIA], ["", ""]),
             (1, None, None),

@@ -83,7 +83,9 @@ async def test_a_real_statement_timeout_is_transient(sessions: Sessions) -> None
 
 async def test_every_session_has_a_statement_and_a_lock_timeout(engine: AsyncEngine) -> None:
     async with engine.connect() as conn:
-        statement = await conn.scalar(text("SELECT setting::int FROM pg_settings WHERE name = 'statement_timeout'"))
+        statement = await conn.scalar(
+            text("SELECT setting::int FROM pg_settings WHERE name = 'statement_timeout'")
+        )
         lock = await conn.scalar(text("SELECT setting::int FROM pg_settings WHERE name = 'lock_timeout'"))
     # Milliseconds: a minute for a statement (10x the slowest erasure measured at 1M messages),
     # 10 s for a lock (a unit of work holds one for seconds at most).

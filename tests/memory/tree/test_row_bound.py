@@ -28,7 +28,8 @@ REBUILDING = "|(being rebuilt; zoom or recall to read it)"
 
 def shown_bytes(parts: list[PartCost], collapsed: set[int]) -> int:
     return sum(
-        p.placeholder if k in collapsed and p.placeholder is not None else p.expanded for k, p in enumerate(parts)
+        p.placeholder if k in collapsed and p.placeholder is not None else p.expanded
+        for k, p in enumerate(parts)
     )
 
 
@@ -83,7 +84,8 @@ async def test_erasing_one_author_in_eight_keeps_the_row_under_view_high(session
     engine, _summarizer, clock = make_engine(sessions)
     chat = await new_chat(engine)
     msgs = [
-        replace(message(k), author_name=RARE, author_id=RARE_ID) if k % 8 == 3 else message(k) for k in range(640)
+        replace(message(k), author_name=RARE, author_id=RARE_ID) if k % 8 == 3 else message(k)
+        for k in range(640)
     ]
     await engine.append_many(chat, msgs)
     clock.set(msgs[-1].created_at)
@@ -100,7 +102,9 @@ async def test_erasing_one_author_in_eight_keeps_the_row_under_view_high(session
         parts = [(int(a), int(b)) for a, b in state.shown]
         assert is_tiling(parts, int(state.boundary))
         unbounded = await row_lines(s, chat, parts, "UTC")
-    assert sum(len(x.encode()) + 1 for x in unbounded) > 2 * SMALL.view_high, "the erasure really blew the row up"
+    assert sum(len(x.encode()) + 1 for x in unbounded) > 2 * SMALL.view_high, (
+        "the erasure really blew the row up"
+    )
 
     view = await engine.prompt_view(chat)  # right away, before any rebuild
     memory = view.memory_text()
@@ -133,7 +137,9 @@ async def test_the_biggest_importable_messages_keep_the_tail_under_its_cap(sessi
     chat = await new_chat(engine)
     widest = "\U0001f3be" * MAX_MESSAGE_CHARS  # 4 UTF-8 bytes per character
     at = datetime(2026, 3, 1, tzinfo=UTC)
-    await engine.append_many(chat, [NewMessage("pia", at, widest, author_id=1, snowflake=k) for k in range(4)])
+    await engine.append_many(
+        chat, [NewMessage("pia", at, widest, author_id=1, snowflake=k) for k in range(4)]
+    )
     view = await engine.prompt_view(chat)
     tail = view.tail_text().encode()
     assert len(widest.encode()) == 64_000 and len(tail) <= config.tail_cap
