@@ -8,11 +8,10 @@ SQLAlchemy's. The ledger, statistics and reconcile methods live in memory/engine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.clock import Clock, WallClock
@@ -20,25 +19,22 @@ from memory.compaction.compactor import Compactor, PassReport
 from memory.compaction.summarizer import Summarizer
 from memory.config import MemoryConfig
 from memory.engine_books import EngineBooks
+from memory.engine_erasure import DM_SCOPE, EngineErasure
 from memory.errors import ChatNotEmpty
 from memory.imports.write import ImportJob, ImportResult, write_import
 from memory.policy.guild_settings import GuildSettingsStore
 from memory.pricing import PriceTable
-from memory.privacy import erase, erase_everywhere
-from memory.privacy.bot_words import redact_bot_messages
-from memory.privacy.erase import ErasureReport
-from memory.privacy.mention_erasure import person_names, scrub_mentions
+from memory.privacy import erase
 from memory.reading import reads
 from memory.reading.view import PromptView, prompt_view
 from memory.storage import log
+from memory.storage.chats import ensure_chat, find_chat, get_chat, matching_chats
 from memory.storage.database import translates_storage_errors
 from memory.storage.log import ChatKey, NewMessage
-from memory.storage.models import Chat, GuildSettings, MemoryRow, Message, OptOut
+from memory.storage.models import Chat, MemoryRow, Message, OptOut
 from memory.text import frame_tags
 from memory.text.mentions import MentionNames
 from memory.tree.node import address
-
-DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +49,11 @@ class ChatInfo:
 
 
 @translates_storage_errors
-class MemoryEngine(EngineBooks):
+class MemoryEngine(EngineBooks, EngineErasure):
     """The memory as the bot, the CLI and the benchmarks use it: chats, the log, erasure,
     opt-outs, what a prompt reads and compaction, each method one unit of work (the ledger,
-    statistics and reconcile cursors come from :class:`EngineBooks`)."""
+    statistics and reconcile cursors come from :class:`EngineBooks`, erasure and opt-outs from
+    :class:`EngineErasure`)."""
 
     def __init__(
         self,
@@ -80,7 +77,7 @@ class MemoryEngine(EngineBooks):
     async def ensure_chat(self, key: ChatKey) -> int:
         """The chat's id, created with its empty memory row on first sight."""
         async with self.sessions() as s, s.begin():
-            return await log.ensure_chat(s, key, self.config.timezone)
+            return await ensure_chat(s, key, self.config.timezone)
 
     async def chat_by_discord_id(self, discord_id: int) -> ChatInfo | None:
         """The chat logged for a Discord channel, thread or DM; None when there is none."""
@@ -97,12 +94,12 @@ class MemoryEngine(EngineBooks):
     async def find_chat(self, ref: str) -> ChatInfo:
         """The one chat ``ref`` names (name, Discord id or our id); ChatNotFound when none or several."""
         async with self.sessions() as s:
-            return _info(await log.find_chat(s, ref))
+            return _info(await find_chat(s, ref))
 
     async def find_chats(self, ref: str) -> list[ChatInfo]:
         """Every chat ``ref`` names (a name two chats share gives both)."""
         async with self.sessions() as s:
-            return [_info(chat) for chat in await log.matching_chats(s, ref)]
+            return [_info(chat) for chat in await matching_chats(s, ref)]
 
     async def list_chats(self) -> list[ChatInfo]:
         """Every chat, in id order."""
@@ -119,7 +116,7 @@ class MemoryEngine(EngineBooks):
         """A parsed export into a new (or empty) imported chat named ``name``, in one
         transaction: a bad record (ImportFormatError) leaves nothing behind."""
         async with self.sessions() as s, s.begin():
-            chat_id = await log.ensure_chat(s, ChatKey(kind="imported", name=name), self.config.timezone)
+            chat_id = await ensure_chat(s, ChatKey(kind="imported", name=name), self.config.timezone)
             existing = await s.scalar(select(Chat.next_index).where(Chat.id == chat_id))
             if existing:
                 raise ChatNotEmpty(
@@ -130,7 +127,7 @@ class MemoryEngine(EngineBooks):
     async def set_paused(self, chat_id: int, paused: bool) -> None:
         """Stop (or resume) logging the chat's messages."""
         async with self.sessions() as s, s.begin():
-            chat = await log.get_chat(s, chat_id)
+            chat = await get_chat(s, chat_id)
             chat.logging_paused = paused
 
     # --- the log
@@ -221,156 +218,6 @@ class MemoryEngine(EngineBooks):
         return deleted
 
     # --- erasure
-    async def erase_messages(self, chat_id: int, snowflakes: Iterable[int]) -> ErasureReport:
-        """Erase these Discord messages of the chat; the lines built from them are rebuilt without them."""
-        async with self.sessions() as s, s.begin():
-            report = await erase.erase_snowflakes(s, chat_id, snowflakes, self.clock.now())
-        self.purge_due = True
-        return report
-
-    async def erase_author(
-        self,
-        guild_id: int | None,
-        author_id: int,
-        names: Iterable[str] = (),
-        *,
-        moment: Callable[[], int | None] | None = None,
-    ) -> ErasureReport:
-        """Everything one person wrote in a guild (``guild_id`` None or 0: their DMs with the
-        bot, both sides, since a DM memory is about that person alone), the bot's replies to
-        it, and the person's name in what others and the bot wrote there. ``names``: what the
-        caller knows them by (Discord's display name, username) besides the names the log shows.
-        ``moment``: the erasure's time as a Discord snowflake, asked for at the end of the
-        transaction; no later backfill of the guild's chats starts below it
-        (memory.storage.log.backfill_start)."""
-        async with self.sessions() as s, s.begin():
-            report = ErasureReport()
-            if guild_id in (None, DM_SCOPE):
-                theirs = await self._dm_chats_of(s, author_id)
-                dms = (await s.scalars(select(Chat.id).where(Chat.kind == "dm"))).all()
-                others = [chat for chat in dms if chat not in theirs]
-                known = await person_names(s, [*theirs, *others], author_id) | set(names)
-                # The whole DM chat goes, not just its messages: its name holds their username.
-                report = await erase.delete_chats(s, theirs)
-                # Their name in other people's DMs with the bot (the DM scope of opt-outs).
-                report.mentions, lines = await scrub_mentions(s, others, author_id)
-                report.names, more = await redact_bot_messages(s, others, known)
-                report.nodes += lines + more
-            else:
-                chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
-                report = await erase.erase_author(s, chat_ids, author_id, self.clock.now(), names)
-                floor = moment() if moment is not None else None
-                if floor is not None:
-                    await erase.set_backfill_floor(s, chat_ids, floor)
-        self.purge_due = True
-        return report
-
-    async def _dm_chats_of(self, s: AsyncSession, user_id: int) -> list[int]:
-        # By the chat's recipient: their own messages may all be deleted while the bot's
-        # replies quoting them remain. By authored messages too, for a DM whose recipient
-        # was never known (its first sight had no recipient in discord.py's cache).
-        rows = await s.scalars(
-            select(Chat.id)
-            .where(Chat.kind == "dm")
-            .where(
-                (Chat.recipient_id == user_id)
-                | Chat.id.in_(select(Message.chat_id).where(Message.author_id == user_id))
-            )
-        )
-        return list(rows.all())
-
-    async def erase_author_everywhere(self, author_id: int, names: Iterable[str] = ()) -> ErasureReport:
-        """Everything one person wrote in every chat: guilds, imports, and their DM chats whole."""
-        async with self.sessions() as s, s.begin():
-            dms = await self._dm_chats_of(s, author_id)
-            report = await erase_everywhere.erase_person_everywhere(
-                s, author_id, self.clock.now(), dms, names
-            )
-        self.purge_due = True
-        return report
-
-    async def chats_known_by_name(self, guild_id: int | None = None) -> list[str]:
-        """Names of chats whose authors are known only by name, which an erasure by id cannot reach."""
-        async with self.sessions() as s:
-            return await erase_everywhere.chats_known_by_name(s, guild_id)
-
-    async def delete_chat(self, chat_id: int) -> ErasureReport:
-        """The chat and its whole memory, its name included (an import, a DM)."""
-        async with self.sessions() as s, s.begin():
-            report = await erase.delete_chats(s, [chat_id])
-        self.purge_due = True
-        return report
-
-    async def wipe_chat(
-        self, chat_id: int, *, moment: Callable[[], int | None] | None = None
-    ) -> ErasureReport:
-        """The chat's whole memory; ``moment``: the wipe's time as a Discord snowflake, asked for
-        at the end of the transaction: no message older than it is logged again."""
-        async with self.sessions() as s, s.begin():
-            report = await erase.wipe_chat(s, chat_id, moment)
-        self.purge_due = True
-        return report
-
-    async def forget_discord_chat(self, discord_id: int) -> ErasureReport:
-        """A channel or thread was deleted: its memory (and its threads') goes too."""
-        async with self.sessions() as s, s.begin():
-            ids = (
-                await s.scalars(
-                    select(Chat.id).where(
-                        (Chat.discord_id == discord_id)
-                        | (Chat.parent_id == discord_id)
-                        | (Chat.source_channel_id == discord_id)  # its imports are copies of it
-                    )
-                )
-            ).all()
-            report = await erase.delete_chats(s, ids)
-        self.purge_due = True
-        return report
-
-    async def forget_guild(self, guild_id: int) -> ErasureReport:
-        """Everything of a guild the bot left: its chats, their memory and its settings (opt-outs stay)."""
-        async with self.sessions() as s, s.begin():
-            ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
-            # Opt-outs stay (they hold only ids): after a re-invite the person is still not logged.
-            report = await erase.delete_chats(s, ids)
-            await s.execute(delete(GuildSettings).where(GuildSettings.guild_id == guild_id))
-        self.purge_due = True
-        return report
-
-    async def purge(self) -> None:
-        """VACUUM the tables erasures and edits touch, so the old words leave the table files
-        now rather than at autovacuum's pace (memory.privacy.erase.purge_dead_rows)."""
-        self.purge_due = False  # cleared first: an erasure during the VACUUM asks for another
-        try:
-            await erase.purge_dead_rows(self.sessions.kw["bind"])
-        except BaseException:
-            self.purge_due = True
-            raise
-
-    # --- opt-outs
-    async def opt_out(self, guild_id: int | None, user_id: int) -> None:
-        """Stop logging a person in a guild (``guild_id`` None: in DMs)."""
-        async with self.sessions() as s, s.begin():
-            await s.execute(
-                insert(OptOut).values(guild_id=guild_id or DM_SCOPE, user_id=user_id).on_conflict_do_nothing()
-            )
-
-    async def opt_in(self, guild_id: int | None, user_id: int) -> bool:
-        """Log a person again; False when they had not opted out."""
-        async with self.sessions() as s, s.begin():
-            gone = await s.execute(
-                delete(OptOut)
-                .where(OptOut.guild_id == (guild_id or DM_SCOPE), OptOut.user_id == user_id)
-                .returning(OptOut.user_id)
-            )
-            return bool(gone.all())
-
-    async def opted_out(self, guild_id: int | None) -> set[int]:
-        """The people not logged in a guild (``guild_id`` None: in DMs)."""
-        async with self.sessions() as s:
-            rows = await s.scalars(select(OptOut.user_id).where(OptOut.guild_id == (guild_id or DM_SCOPE)))
-            return set(rows.all())
-
     # --- reads
     async def prompt_view(self, chat_id: int) -> PromptView:
         """What a reply prompt shows of the chat: the memory row and the raw tail."""
@@ -385,7 +232,7 @@ class MemoryEngine(EngineBooks):
     async def zoom_address(self, chat_id: int, address: str, page: int = 1) -> str:
         """The text under the line at ``address`` (``id+n``); BadRequest for no such line."""
         async with self.sessions() as s:
-            chat = await log.get_chat(s, chat_id)
+            chat = await get_chat(s, chat_id)
             first, count = reads.parse(address, chat.next_index)
             return await reads.zoom(s, chat_id, first, count, page)
 

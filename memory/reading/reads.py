@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.errors import BadRequest
 from memory.reading.search import Filters, search
-from memory.storage.log import get_chat, read_range, storable
+from memory.storage.chats import get_chat
+from memory.storage.log import read_range, storable
 from memory.storage.models import Message
 from memory.storage.tree_nodes import resolve
 from memory.text.lines import CONTINUATION

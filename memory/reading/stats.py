@@ -17,7 +17,8 @@ from memory.config import MemoryConfig
 from memory.policy.guild_policy import month_start
 from memory.policy.ledger import UsageSummary, usage_summary
 from memory.reading import reads
-from memory.storage.log import get_chat, range_bytes
+from memory.storage.chats import get_chat
+from memory.storage.log import range_bytes
 from memory.storage.models import Chat, MemoryRow, Message, TreeNode
 from memory.storage.tree_nodes import fetch
 from memory.tree.node import Node, address, end, node_for, start

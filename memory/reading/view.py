@@ -17,7 +17,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.config import MemoryConfig
-from memory.storage.log import get_chat, keep_boundary, read_range
+from memory.storage.chats import get_chat
+from memory.storage.log import keep_boundary, read_range
 from memory.storage.models import MemoryRow
 from memory.storage.tree_nodes import resolve
 from memory.tree.node import Node, end, start, utf8_len

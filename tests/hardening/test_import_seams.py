@@ -23,7 +23,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.storage.log import ChatKey, NewMessage, append, ensure_chat
+from memory.storage.chats import ensure_chat
+from memory.storage.log import ChatKey, NewMessage, append
 from tests.cli.support import Done, eva
 
 GUILD = 700100200300400500

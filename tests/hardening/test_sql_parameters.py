@@ -23,8 +23,9 @@ from bot.cli.memory_commands import cmd_import
 from bot.errors import CliError
 from bot.settings import Settings
 from memory.imports.readers import MAX_MESSAGE_CHARS
+from memory.storage.chats import ensure_chat
 from memory.storage.database import make_engine, make_sessions
-from memory.storage.log import ChatKey, NewMessage, append_many, ensure_chat
+from memory.storage.log import ChatKey, NewMessage, append_many
 from memory.storage.models import Message
 
 SECRET = "marmotsecret"  # another person's words, in the same batch as the huge message
