@@ -31,7 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.clock import Clock
 from memory.compaction.call_plan import ContextGroup, plan_calls
-from memory.compaction.planner import NodeCache, PlannedTask, needs_pass, plan_chat
+from memory.compaction.node_cache import NodeCache
+from memory.compaction.planner import PlannedTask, needs_pass, plan_chat
 from memory.compaction.summarizer import CallUsage, Summarizer, SummarizerError
 from memory.config import MemoryConfig
 from memory.policy.ledger import record_usage

@@ -12,21 +12,20 @@ parents, and index ranges of the log.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memory.compaction.node_cache import NodeCache
 from memory.compaction.summarizer import CompactTask
 from memory.config import MemoryConfig
 from memory.storage.log import range_bytes, read_range
 from memory.storage.models import Chat, MemoryRow, Message
-from memory.storage.tree_nodes import NodeRecord, NodeWrite, fetch, insert_nodes
-from memory.tree.node import Node, children, end, free_leaf, free_merge, parent, start, utf8_len
-from memory.tree.render import bare_text, row_line_bytes
+from memory.storage.tree_nodes import NodeRecord, NodeWrite, insert_nodes
+from memory.tree.node import Node, children, free_leaf, free_merge, parent, utf8_len
 from memory.tree.row import check_tiling, plan_batch
 from memory.tree.swap import should_arm, swap_reason
 
@@ -61,91 +60,6 @@ class Plan:
     forced: bool = False
     batched: bool = False  # a batch merge finished in this plan (the row went down to VIEW_LOW)
     free_built: int = 0
-
-
-class NodeCache:
-    """Built nodes of one chat seen by this process. Nodes are immutable until an erasure,
-    which bumps the row version; the cache is dropped on any version change."""
-
-    def __init__(self, chat_id: int, tz: str) -> None:
-        self.chat_id, self.tz, self.version = chat_id, tz, -1
-        self.records: dict[Node, NodeRecord] = {}
-        self.unbuilt: set[Node] = set()
-        self._bytes: dict[Node, int] = {}
-        # Bumped whenever what get() answers may change, so that what was derived from the
-        # cache (a row's context lines, RowContext) knows when to derive it again.
-        self.generation = 0
-
-    def reset(self, version: int) -> None:
-        if version != self.version:
-            self.version = version
-            self.records.clear()
-            self._bytes.clear()
-        self.unbuilt.clear()
-        self.generation += 1
-
-    async def load(self, session: AsyncSession, nodes: Iterable[Node]) -> None:
-        wanted = {n for n in nodes if n not in self.records and n not in self.unbuilt}
-        if not wanted:
-            return
-        found = await fetch(session, self.chat_id, wanted)
-        self.records.update(found)
-        self.unbuilt.update(wanted - found.keys())
-        self.generation += 1
-
-    def add(self, record: NodeRecord) -> None:
-        self.records[record.node] = record
-        self.unbuilt.discard(record.node)
-        self.generation += 1
-
-    def get(self, node: Node) -> NodeRecord | None:
-        return self.records.get(node)
-
-    def line_bytes(self, node: Node) -> int | None:
-        record = self.records.get(node)
-        if record is None:
-            return None
-        size = self._bytes.get(node)
-        if size is None:
-            size = self._bytes[node] = row_line_bytes(record.info(), self.tz)
-        return size
-
-
-@dataclass(frozen=True, slots=True)
-class RowContext:
-    """A row's built lines, each stripped once, for finding any node's lines before by a
-    binary search: the planner asks for them once per task, and walking the row from its first
-    line every time cost rows x tasks (on a 10,000-message import, 6.8 million lines stripped
-    for 1,433 tasks: half the compaction's time)."""
-
-    ends: list[int]  # end(part) of each part of the built prefix (up to the first unbuilt part)
-    counts: list[int]  # counts[k]: how many of the first k parts have a line (erased: none)
-    lines: tuple[str, ...]  # those lines, bare, oldest first
-    sums: list[int]  # sums[j]: UTF-8 bytes of lines[:j], a newline each
-
-    @classmethod
-    def of(cls, row: Sequence[Node], cache: NodeCache) -> RowContext:
-        ends: list[int] = []
-        counts, lines, sums = [0], [], [0]
-        for part in row:
-            record = cache.get(part)
-            if record is None:
-                break  # stop at the first unbuilt line: no placeholder reaches the model
-            if ends and end(part) <= ends[-1]:
-                break  # a row tiles its range in order (check_tiling); the search needs that
-            ends.append(end(part))
-            if record.text:
-                text = bare_text(record.text)
-                lines.append(text)
-                sums.append(sums[-1] + utf8_len(text) + 1)
-            counts.append(len(lines))
-        return cls(ends, counts, tuple(lines), sums)
-
-    def before(self, node: Node) -> tuple[tuple[str, ...], int]:
-        """The lines wholly before ``node``'s first message (by coverage, not by a position: a
-        merge whose children are not row parts yet has no position in the row), and their bytes."""
-        taken = self.counts[bisect_right(self.ends, start(node))]
-        return self.lines[:taken], self.sums[taken]
 
 
 def _parts(value: list[list[int]] | None) -> list[Node]:
@@ -185,7 +99,6 @@ class ChatPlanner:
         self.busy, self.blocked = busy, blocked
         self.window = config.jobs * config.tasks_per_call
         self.writes: list[NodeWrite] = []
-        self._row_context: tuple[Sequence[Node], int, int, RowContext] | None = None
 
     # --- free nodes and tasks
     def _skip(self, node: Node) -> bool:
@@ -199,13 +112,8 @@ class ChatPlanner:
         return built
 
     def _context(self, row: Sequence[Node], node: Node) -> tuple[tuple[str, ...], int]:
-        """The row's built lines before ``node`` and their bytes (RowContext.before), from the
-        row's context derived once for as long as neither the row nor the cache changes."""
-        known = self._row_context
-        if known is None or known[0] is not row or known[1:3] != (len(row), self.cache.generation):
-            known = (row, len(row), self.cache.generation, RowContext.of(row, self.cache))
-            self._row_context = known
-        return known[3].before(node)
+        """The row's built lines before ``node`` and their bytes (RowContext.before)."""
+        return self.cache.context_of(row).before(node)
 
     async def leaves(self, row: list[Node], nodes: list[Node], plan: Plan) -> None:
         """Build the unbuilt leaves ``nodes`` (in order): free ones now, the rest as tasks."""
@@ -293,7 +201,9 @@ class ChatPlanner:
                 target,
                 estimate=self.cfg.node_bytes + 40,
                 max_needed=self.window,
+                resume=self.cache.batch,
             )
+            self.cache.batch = result.state
             row = result.parts
             if result.done or not result.needed:
                 await self._flush()

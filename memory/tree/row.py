@@ -156,10 +156,32 @@ class BatchPlan:
     bytes: int = 0
     done: bool = False
     needed: list[Node] = field(default_factory=list)
+    # Where a stopped batch stands, to go on from there (plan_batch's ``resume``) instead of
+    # building the pairs' heap again; None when the batch ended.
+    state: BatchState | None = field(default=None, compare=False, repr=False)
 
     @property
     def merges(self) -> int:
         return len(self.merged)
+
+
+class BatchState:
+    """A stopped batch: its row with the heap of pairs, and the row's bytes. Going on from it
+    is what a new plan_batch over ``parts`` would do (the order of merges depends only on the
+    row and ``total``), without the row-long build: after an import the staged row holds every
+    imported leaf (~100,000), and building its heap again at every pass made planning cost
+    row x passes (issue 29)."""
+
+    def __init__(self, parts: Sequence[Node], total: int, size: int) -> None:
+        self.row = _LinkedRow(parts, total)
+        self.total, self.size = total, size
+        # The row where the batch stopped; None while a plan_batch runs on it, so that a run
+        # that raised half-way is never gone on from.
+        self.parts: list[Node] | None = list(parts)
+
+    def continues(self, parts: Sequence[Node], total: int) -> bool:
+        """Whether a batch over ``parts`` and ``total`` is this one going on."""
+        return total == self.total and self.parts is not None and self.parts == list(parts)
 
 
 class _LinkedRow:
@@ -227,6 +249,12 @@ class _LinkedRow:
     def parts(self) -> list[Node]:
         return [node for node, alive in zip(self.nodes, self.alive, strict=True) if alive]
 
+    def copy(self) -> _LinkedRow:
+        twin = _LinkedRow.__new__(_LinkedRow)
+        twin.total, twin.nodes, twin.next = self.total, list(self.nodes), list(self.next)
+        twin.prev, twin.alive, twin.heap = list(self.prev), list(self.alive), list(self.heap)
+        return twin
+
 
 def plan_batch(
     parts: Sequence[Node],
@@ -236,6 +264,7 @@ def plan_batch(
     *,
     estimate: int = 512,
     max_needed: int = 8,
+    resume: BatchState | None = None,
 ) -> BatchPlan:
     """Merge the most due pairs until the row is at most ``target`` bytes.
 
@@ -249,8 +278,12 @@ def plan_batch(
     """
     if max_needed < 1:
         raise ValueError("max_needed must be at least 1")
-    row = _LinkedRow(parts, total)
-    size = row_bytes(parts, line_bytes)
+    if resume is not None and resume.continues(parts, total):
+        state = resume
+    else:
+        state = BatchState(parts, total, row_bytes(parts, line_bytes))
+    row, size = state.row, state.size
+    state.parts = None
     merged: list[Node] = []
     while size > target:
         k = row.most_due()
@@ -260,8 +293,9 @@ def plan_batch(
         built = line_bytes(parent(left))
         if built is None:
             stopped = row.parts()
-            needed = _needed_parents(row, line_bytes, size, target, estimate, max_needed)
-            return BatchPlan(stopped, merged, size, done=False, needed=needed)
+            state.parts, state.size = stopped, size
+            needed = _needed_parents(row.copy(), line_bytes, size, target, estimate, max_needed)
+            return BatchPlan(stopped, merged, size, done=False, needed=needed, state=state)
         size += built - _built_size(left, line_bytes) - _built_size(right, line_bytes)
         merged.append(row.merge(k))
     return BatchPlan(row.parts(), merged, size, done=size <= target)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.compaction.planner import NodeCache, PlannedTask, RowContext
+from memory.compaction.node_cache import NodeCache
+from memory.compaction.planner import PlannedTask
 from memory.compaction.summarizer import CompactTask
 from memory.storage.tree_nodes import NodeRecord
 from memory.tree.node import Node, end, start
@@ -54,15 +55,33 @@ def rows(draw: st.DrawFn) -> tuple[list[Node], NodeCache]:
 @given(rows(), st.data())
 def test_the_search_finds_the_lines_the_walk_finds(case: tuple[list[Node], NodeCache], data: st.DataObject) -> None:
     row, cache = case
-    context = RowContext.of(row, cache)
     last = end(row[-1]) if row else 1
-    for _ in range(10):
-        level = data.draw(st.integers(0, 5))
-        index = data.draw(st.integers(0, max(0, (last + 3) >> level)))
-        node = (level, index)
-        lines, size = context.before(node)
-        assert lines == walk_before(row, cache, node)
-        assert size == sum(len(line.encode()) + 1 for line in lines)
+    for round_ in range(3):
+        # The same list, then an equal copy: the kept context is used, grown past what was
+        # built since; it must say what a walk of the row says now.
+        context = cache.context_of(row if round_ != 1 else list(row))
+        for _ in range(10):
+            level = data.draw(st.integers(0, 5))
+            index = data.draw(st.integers(0, max(0, (last + 3) >> level)))
+            node = (level, index)
+            lines, size = context.before(node)
+            assert lines == walk_before(row, cache, node)
+            assert size == sum(len(line.encode()) + 1 for line in lines)
+        for part in row:
+            if cache.get(part) is None and data.draw(st.booleans()):
+                cache.add(NodeRecord(part, data.draw(st.sampled_from(["", "late", "x\ny"])), None, None))
+    assert len(cache.contexts) == 1  # one row, one context kept
+
+
+def test_a_context_is_not_kept_across_a_version_or_for_another_row() -> None:
+    cache = NodeCache(chat_id=1, tz="UTC")
+    row = [(1, 0), (0, 2)]
+    for part in row:
+        cache.add(NodeRecord(part, f"line {part}", None, None))
+    assert cache.context_of(row).before((0, 3)) == (("line (1, 0)", "line (0, 2)"), 24)
+    assert cache.context_of([(1, 0)]).before((0, 3)) == (("line (1, 0)",), 12)
+    cache.reset(version=5)  # an erasure: nodes may be gone
+    assert cache.context_of(row).before((0, 3)) == ((), 0)
 
 
 def test_a_task_knows_its_bytes_before_whether_or_not_it_is_told() -> None:
