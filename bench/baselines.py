@@ -22,19 +22,19 @@ from dataclasses import replace
 from typing import Any
 
 from bench.cache_model import CacheMeter, corpus_seconds
-from bench.turns import COMPACT_MODELS, ReplyMeter
+from bench.meters import AUTO, COMPACT_MODELS, ReplyMeter
+from memory import ImportedMessage, PromptView
 from memory.clock import SimulatedClock
 from memory.config import MemoryConfig
 from memory.fakes.prompt_cache import estimate_tokens
-from memory.imports.readers import ImportedMessage, message_text
-from memory.reading.view import PromptView
+from memory.text.records import message_text
 from memory.tree.render import tail_line
 
 QUIET_SWAP = "quiet swap"
 SWAP_AT_ONCE = "swap as soon as built"
 EVERY_TURN = "a reply turn at every message"
 BEFORE = "before: a context per call, 4 tasks, overshoots asked again"
-CACHE_LIFETIMES = ("5m", "1h", "auto")  # "auto": bot/core/cache_policy.py, as the bot sends them
+CACHE_LIFETIMES = ("5m", "1h", AUTO)  # AUTO: bot/core/cache_policy.py, as the bot sends them
 
 
 def before_config(base: MemoryConfig) -> MemoryConfig:

@@ -17,15 +17,19 @@ import itertools
 import time
 from pathlib import Path
 
-from memory import build
+from memory import (
+    ChatKey,
+    NewMessage,
+    build,
+    fresh_database,
+    make_engine,
+    make_sessions,
+    migrate,
+    read_jsonl,
+    row_audit,
+)
 from memory.config import MemoryConfig
 from memory.fakes.summarizer import FakeSummarizer
-from memory.imports.readers import read_jsonl
-from memory.reading import row_audit
-from memory.storage import migrate
-from memory.storage.bulk import fresh_database
-from memory.storage.database import make_engine, make_sessions
-from memory.storage.log import ChatKey, NewMessage
 from memory.tree.render import REBUILDING
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "irc" / "ubuntu-stream-1.jsonl"

@@ -8,16 +8,14 @@ they appear.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from bench.baselines import EVERY_TURN, QUIET_SWAP, SWAP_AT_ONCE
 from bench.cache_model import MeterFigures
+from bench.figures import Collected
+from bench.meters import REPLY_OUTPUT_TOKENS
 from bench.render_cost import cost_sections
-from bench.scale import ScaleFigures
-from bench.turns import BLOCKED_WHAT_IF, REPLY_OUTPUT_TOKENS, RunFigures
-
-if TYPE_CHECKING:
-    from bench.report import Collected
+from bench.scale_measure import ScaleFigures
+from bench.turns import BLOCKED_WHAT_IF, RunFigures
 
 # Reference figures, typed in from their sources (labelled as such wherever they appear).
 ARTICLE_CALLS, ARTICLE_MESSAGES, ARTICLE_USD = 4_801, 52_000, 3.0  # reference/eva-memory-article.txt
@@ -327,20 +325,22 @@ figures, labelled with their source.
 
 ## How these figures are made
 
-- Replay (bench/replay.py): every message goes through the real log and compactor on a fresh
+- Replay (bench/replay_loop.py): every message goes through the real log and compactor on a fresh
   PostgreSQL database, on simulated time (the message dates), with the fake summarizer above
   (10% of first tries overshoot 512 bytes by 5-40 bytes and are cut at a word boundary, or, in
   the "before" runs, retried in the same conversation). Row
   invariants are checked after every swap and batch.
 - Compaction cost (bench/cache_model.py): each compactor call is priced as the requests
-  memory/compaction/anthropic_summarizer.py would send (system, cache-marked `<chat>` context, task block;
+  memory/compaction/anthropic_summarizer.py would send, built by memory/fakes/summarizer_requests.py
+  (system, cache-marked `<chat>` context, task block;
   a retry resends the conversation; "requests" counts retries), tokens = UTF-8 bytes / 4, through
   the prompt-cache simulation of memory/fakes/prompt_cache.py (20-block lookback, minimum 4,096
   tokens for Haiku, 1,024 for Sonnet) on corpus time, at the list prices of memory/pricing.py
   (Haiku 5.5's >100K tier and its tokenizer's ~30% more tokens included).
 - Reply turns (bench/turns.py): at a fixed-seed 1-in-{c.plan.runs()[0].sample_every} sample of messages plus
   every message naming the corpus's most active human author (`{main.person}` in `{main.corpus}`), the
-  request is bot/core/turn.py's `build_request` on the engine's `prompt_view` (tools, system, row in
+  request (bench/meters.py) is bot/core/turn.py's `build_request` on the engine's `prompt_view` (tools,
+  system, row in
   4-line blocks, tail in blocks cut at indexes k*8, turn note, 4 marks). Assumed: one model call
   per turn (no tool steps), {REPLY_OUTPUT_TOKENS} output tokens, Claude Sonnet 5.5; the bot's own replies
   are not added to the log. Cache lifetimes are 5 minutes / 1 hour of corpus time, so how often
@@ -349,7 +349,7 @@ figures, labelled with their source.
   rewritten from the whole old summary plus the tail except its newest TAIL_KEEP, new size
   min({summary_bytes:,} bytes, old + 0.5 x slice); its replies use the same layout with the summary
   in place of the row.
-- Scale (bench/scale.py, see its docstring): wall-clock on the shared machine, server defaults
+- Scale (bench/scale_measure.py, see its docstring): wall-clock on the shared machine, server defaults
   (synchronous_commit on).
 
 Rerun: `python -m bench.report --quick` (under 5 minutes) or `python -m bench.report` (full);

@@ -6,15 +6,10 @@ Pure formatting of measured figures (bench/report.py collects them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bench.baselines import BEFORE, QUIET_SWAP
-from bench.turns import AUTO, HAIKU_4_5, RunFigures, headline
-
-if TYPE_CHECKING:
-    from bench.report import Collected
-
-DEFAULT_COMPACT_MODEL = "claude-haiku-5-5"  # bot/settings.py COMPACT_MODEL's default
+from bench.figures import Collected
+from bench.meters import AUTO, DEFAULT_COMPACT_MODEL
+from bench.turns import HAIKU_4_5, RunFigures, headline
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:

@@ -23,110 +23,28 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.baselines import (
-    BEFORE,
-    CACHE_LIFETIMES,
-    EVERY_TURN,
-    QUIET_SWAP,
-    SWAP_AT_ONCE,
-    before_config,
-    swap_policies,
-)
+from bench.figures import DATA, MAIN_CORPUS, REPO, Collected, Plan, make_plan
+from bench.logs import configure_logging
 from bench.render import render
-from bench.scale import ScaleFigures, ScaleSpec, measure_scale
-from bench.turns import AUTO, RunFigures, RunSpec, measure_run
-from bot.log_setup import configure_logging
-from memory.config import MemoryConfig
-from memory.storage.bulk import create_run_database
-from memory.storage.database import drop_database
-from memory.storage.embedded import EmbeddedPostgres
-
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data" / "irc"
-MAIN_CORPUS = "ubuntu-stream-1.jsonl"
-OTHER_CORPORA = ("rust.jsonl", "mediawiki.jsonl", "stripe.jsonl", "ubuntu-meeting.jsonl")
-
-
-@dataclass(frozen=True)
-class Plan:
-    mode: str
-    main: Path
-    main_limit: int | None
-    others: tuple[Path, ...]
-    others_limit: int | None
-    scale: ScaleSpec
-    config: MemoryConfig = field(default_factory=MemoryConfig)
-    every_turn_limit: int = 3_000  # the spec measured its 98.6% on 3,000 replayed messages
-
-    def runs(self) -> list[RunSpec]:
-        """The main corpus under both swap policies (the quiet one also with 1-hour marks, the
-        bot's per-chat lifetimes and the rolling-summary baseline, all on the same messages); its
-        start with a reply turn at every message (the spec's setting for its 98.6%); then the
-        other corpora; then every corpus again with the compactor as it was before shared
-        contexts (bench.baselines.before_config), for the before/after table."""
-        policies = swap_policies(self.config)
-        main = [
-            RunSpec(
-                self.main,
-                QUIET_SWAP,
-                self.main_limit,
-                policies[QUIET_SWAP],
-                ttls=CACHE_LIFETIMES,
-                rolling=True,
-            ),
-            RunSpec(self.main, SWAP_AT_ONCE, self.main_limit, policies[SWAP_AT_ONCE]),
-        ]
-        every = RunSpec(self.main, EVERY_TURN, self.every_turn_limit, self.config, sample_every=1)
-        others = [
-            RunSpec(c, QUIET_SWAP, self.others_limit, self.config, ttls=("5m", AUTO), rolling=True)
-            for c in self.others
-        ]
-        old = before_config(self.config)
-        # Replies before/after are both measured in the runs above (5-minute marks / "auto").
-        before = [RunSpec(c, BEFORE, self.main_limit, old, turns=False) for c in (self.main,)]
-        before += [RunSpec(c, BEFORE, self.others_limit, old, turns=False) for c in self.others]
-        return [*main, every, *others, *before]
-
-
-def make_plan(quick: bool, data: Path = DATA) -> Plan:
-    others = tuple(data / name for name in OTHER_CORPORA if (data / name).is_file())
-    if quick:
-        scale = ScaleSpec(data / MAIN_CORPUS, messages=100_000, samples=100, ingest=1_000, erase=10_000)
-        return Plan("quick", data / MAIN_CORPUS, 5_000, others, 1_000, scale)
-    return Plan("full", data / MAIN_CORPUS, None, others, None, ScaleSpec(data / MAIN_CORPUS))
-
-
-@dataclass
-class Collected:
-    plan: Plan
-    runs: list[RunFigures]
-    scale: ScaleFigures
-    seconds: float
-    started_at: datetime
+from bench.scale_ingest import ingest_through_bot
+from bench.scale_measure import run_scale
+from bench.turns import RunFigures, RunSpec, measure_run
+from memory import EmbeddedPostgres, create_run_database, drop_database
 
 
 async def run_replay(spec: RunSpec, admin_url: str) -> RunFigures:
     if multiprocessing.parent_process() is not None:
         # A worker process of a parallel report: quiet logs there. In-process (tests, one
         # worker) the caller's logging stays as it was.
-        configure_logging("console", "WARNING")
+        configure_logging()
     name = f"eva_bench_{os.getpid()}_{int(time.time() * 1000)}"
     url = await create_run_database(admin_url, name, commit_flush=False)
     try:
         return await measure_run(spec, url)
-    finally:
-        await drop_database(admin_url, name)
-
-
-async def run_scale(spec: ScaleSpec, admin_url: str) -> ScaleFigures:
-    name = f"eva_scale_{int(time.time() * 1000)}"
-    url = await create_run_database(admin_url, name)
-    try:
-        return await measure_scale(spec, url)
     finally:
         await drop_database(admin_url, name)
 
@@ -150,7 +68,7 @@ async def collect(plan: Plan, admin_url: str, *, workers: int = 2) -> Collected:
             )
     else:
         runs = [await run_replay(spec, admin_url) for spec in specs]
-    scale = await run_scale(plan.scale, admin_url)
+    scale = await run_scale(plan.scale, admin_url, ingest_through_bot)
     return Collected(plan, runs, scale, round(time.perf_counter() - started, 1), started_at)
 
 
@@ -210,7 +128,7 @@ async def main_async(args: argparse.Namespace) -> Collected:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging("console", "WARNING")
+    configure_logging()
     if not (args.data / MAIN_CORPUS).is_file():
         print(f"no corpus at {args.data / MAIN_CORPUS}", file=sys.stderr)
         return 2

@@ -1,278 +1,108 @@
-"""One chat with a million messages: how fast the reads, the ingest and an erasure are.
+"""``python -m bench.scale``: the scale benchmark alone, as one JSON object (or a short table).
 
-How the chat is built (in a few minutes instead of a month of compactor calls):
+    python -m bench.scale --messages 1000000 --json
+    python -m bench.scale --messages 100000 --database-url postgresql://user@host/postgres
 
-1. Messages: a corpus repeated with fresh snowflakes and dates (each repetition moved past the
-   previous one), logged through ``memory.storage.log.append_many`` in batches of 10,000 (one
-   transaction each). One person ("forget-me-person") is given every k-th message so that
-   exactly ``erase`` messages are theirs.
-2. The tree and the row: a pure simulation of the compactor on those messages. Every time the
-   raw tail passes TAIL_START, the tail except its newest TAIL_KEEP becomes level-0 lines, and
-   a row past VIEW_HIGH is merged down to VIEW_LOW with the engine's own batch planner
-   (``memory.tree.row.plan_batch``, the due rule); the staged row is swapped in at once. Lines are
-   the fake summarizer's (``fake_compress_line`` / ``fake_merge_line``, the documented size
-   model) or free (a message or two lines that fit in 512 bytes kept verbatim), exactly as
-   the compactor writes them. Every node the simulation built (all leaves, every parent a
-   batch used) is written with COPY, and the row is stored as the compactor would leave it.
-3. ``VACUUM ANALYZE``, as autovacuum would have done on a chat that grew over months.
-
-Then p50/p95 over ``samples`` calls each of: the reply prompt (``MemoryEngine.prompt_view``
-plus bot/core/turn.py ``build_request``), ``zoom`` of random row lines and of random deep
-addresses, ``recall`` of words sampled from the corpus without and with an author filter;
-the ingest rate through ``MemoryEngine.append`` (one message per transaction); the time of
-``MemoryEngine.erase_author`` for the person with ``erase`` messages; the database size.
+A fresh database per run: on a throwaway embedded PostgreSQL, or created (and dropped) on
+--database-url's server. Server defaults (synchronous_commit on): the figures are wall-clock.
+What is measured and how: bench/scale_measure.py.
 """
 
 from __future__ import annotations
 
-import random
-import re
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.scale_tree import ERASED_PERSON, TreeSimulation, generate
-from bench.turns import REPLY_MAX_TOKENS, REPLY_MODEL
-from memory.config import MemoryConfig
-from memory.engine import MemoryEngine
-from memory.imports.readers import ImportedMessage, message_text, read_any
-from memory.storage.bulk import BulkDatabase
-from memory.storage.log import ChatKey, NewMessage
-from memory.tree.node import Node, end, start
+from bench.logs import configure_logging
+from bench.scale_ingest import ingest_through_bot
+from bench.scale_measure import ScaleFigures, ScaleSpec, run_scale
+from memory import EmbeddedPostgres
 
-GUILD_ID = 7
-LOAD_BATCH = 10_000
-TABLES = ("messages", "nodes", "memory_rows", "chats", "usage_ledger", "opt_outs")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{3,}")
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "irc"
+CORPUS = "ubuntu-stream-1.jsonl"
 
 
-@dataclass(frozen=True)
-class ScaleSpec:
-    corpus: Path
-    messages: int = 1_000_000
-    small_chat: int = 10_000  # a second chat in the same database, for recall_small_chat
-    samples: int = 200
-    ingest: int = 5_000
-    erase: int = 10_000
-    config: MemoryConfig = field(default_factory=MemoryConfig)
-    seed: int = 6
+def summary(f: ScaleFigures) -> dict[str, Any]:
+    """The figures by the names the acceptance of the scale work uses, then the detail."""
+    lat = f.latencies
+    small = lat.get("recall_small")
+    return {
+        "messages": f.messages,
+        "prompt_p95_ms": lat["prompt"].p95_ms,
+        "zoom_p95_ms": max(lat["zoom_row"].p95_ms, lat["zoom_deep"].p95_ms),
+        "recall_p95_ms": lat["recall"].p95_ms,
+        "recall_author_p95_ms": lat["recall_author"].p95_ms,
+        "recall_small_chat_p95_ms": small.p95_ms if small else None,
+        "ingest_msgs_per_s": f.ingest_per_second,
+        "erase_10k_s": f.erase_seconds,
+        "detail": {
+            "latencies_ms": {name: vars(value) for name, value in lat.items()},
+            "ingest_messages": f.ingest_messages,
+            "ingest_batch_mean": f.ingest_batch_mean,
+            "append_one_per_transaction_msgs_per_s": f.append_per_second,
+            "append_synchronous_commit_off_msgs_per_s": f.ingest_async_per_second,
+            "commit_ms": f.commit_ms,
+            "erase_messages": f.erase_messages,
+            "erase_nodes": f.erase_nodes,
+            "load_seconds": f.load_seconds,
+            "tree_seconds": f.tree_seconds,
+            "nodes": f.nodes,
+            "row_lines": f.row_lines,
+            "database_bytes": f.database_bytes,
+            "table_bytes": f.table_bytes,
+            "postgres_version": f.postgres_version,
+            "corpus": f.corpus,
+        },
+    }
 
 
-@dataclass
-class Latency:
-    samples: int
-    p50_ms: float
-    p95_ms: float
-    max_ms: float
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=1_000_000, help="messages in the big chat")
+    parser.add_argument("--database-url", help="a PostgreSQL server to create the benchmark database on")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--samples", type=int, default=200, help="calls per latency figure")
+    parser.add_argument("--ingest", type=int, default=5_000, help="messages per ingest figure")
+    parser.add_argument("--corpus", type=Path, default=DATA / CORPUS)
+    return parser.parse_args(argv)
 
 
-def latency(seconds: Sequence[float]) -> Latency:
-    ordered = sorted(seconds)
-
-    def pick(q: float) -> float:
-        return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-    return Latency(len(ordered), pick(0.50), pick(0.95), round(1000 * ordered[-1], 2))
-
-
-@dataclass
-class ScaleFigures:
-    messages: int
-    corpus: str
-    load_seconds: float = 0.0
-    tree_seconds: float = 0.0
-    nodes: int = 0
-    model_nodes: int = 0
-    row_lines: int = 0
-    row_bytes: int = 0
-    boundary: int = 0
-    latencies: dict[str, Latency] = field(default_factory=dict)
-    ingest_messages: int = 0
-    ingest_per_second: float = 0.0  # the bot's ingest path (bench/scale_ingest.py)
-    ingest_batch_mean: float = 0.0  # messages per transaction on that path
-    append_per_second: float = 0.0  # MemoryEngine.append, one message per transaction
-    ingest_async_per_second: float = 0.0  # what-if: that path with synchronous_commit = off
-    commit_ms: float = 0.0  # one-row INSERT + COMMIT, synchronous_commit = on (the default)
-    commit_async_ms: float = 0.0
-    erase_messages: int = 0
-    erase_nodes: int = 0
-    erase_seconds: float = 0.0
-    database_bytes: int = 0
-    table_bytes: dict[str, int] = field(default_factory=dict)
-    postgres_version: str = ""
-    small_chat_id: int = 0
-    small_texts: list[str] = field(default_factory=list, repr=False)
-
-    @property
-    def bytes_per_million(self) -> float:
-        return self.database_bytes * 1_000_000 / max(self.messages, 1)
-
-
-async def build_chat(
-    spec: ScaleSpec, database: BulkDatabase, memory: MemoryEngine, figures: ScaleFigures
-) -> tuple[int, TreeSimulation, list[ImportedMessage]]:
-    records = list(read_any(spec.corpus))
-    small_id = await memory.ensure_chat(ChatKey("text", "scale-small", discord_id=2, guild_id=GUILD_ID))
-    small = list(generate(records, spec.small_chat, 0))
-    for first in range(0, len(small), LOAD_BATCH):
-        await memory.append_many(small_id, small[first : first + LOAD_BATCH])
-    figures.small_chat_id = small_id
-    figures.small_texts = [message_text(m.content, m.attachments) for m in small]
-    chat_id = await memory.ensure_chat(ChatKey("text", "scale", discord_id=1, guild_id=GUILD_ID))
-    sim = TreeSimulation(spec.config)
-    started = time.perf_counter()
-    batch: list[NewMessage] = []
-    for msg in generate(records, spec.messages, spec.erase):
-        batch.append(msg)
-        if len(batch) == LOAD_BATCH:
-            await memory.append_many(chat_id, batch)
-            batch = []
-    if batch:
-        await memory.append_many(chat_id, batch)
-    figures.load_seconds = round(time.perf_counter() - started, 1)
-    started = time.perf_counter()
-    for msg in generate(records, spec.messages, spec.erase):
-        sim.add(msg)
-    await database.copy_nodes(sim.node_records(chat_id))
-    await database.store_row(chat_id, sim.row, sim.boundary)
-    figures.tree_seconds = round(time.perf_counter() - started, 1)
-    figures.nodes, figures.model_nodes = len(sim.lines), len(sim.by_model)
-    figures.row_lines, figures.boundary = len(sim.row), sim.boundary
-    figures.row_bytes = sum(sim.size(p) for p in sim.row)
-    await database.vacuum_analyze()
-    return chat_id, sim, records
-
-
-async def _timed(samples: Sequence[Any], call: Any) -> Latency:
-    seconds = []
-    for sample in samples:
-        started = time.perf_counter()
-        await call(sample)
-        seconds.append(time.perf_counter() - started)
-    return latency(seconds)
-
-
-async def measure_reads(
-    spec: ScaleSpec,
-    memory: MemoryEngine,
-    chat_id: int,
-    sim: TreeSimulation,
-    small_chat_id: int = 0,
-    small_texts: Sequence[str] = (),
-) -> dict[str, Latency]:
-    from bot.core.prompts import system_prompt
-    from bot.core.tools import TOOLS
-    from bot.core.turn import Trigger, TurnNote, build_request
-    from bot.settings import Settings
-
-    rng = random.Random(spec.seed)
-    system = system_prompt(Settings(_env_file=None))  # type: ignore[call-arg]
-    n = spec.samples
-
-    async def prompt(_: int) -> None:
-        view = await memory.prompt_view(chat_id)
-        note = TurnNote(sim.times[-1], view.timezone, (Trigger("Pia", 1, view.total - 1),))
-        build_request(
-            model=REPLY_MODEL, max_tokens=REPLY_MAX_TOKENS, system=system, tools=TOOLS, view=view, note=note
-        )
-
-    async def zoom(node: Node) -> None:
-        await memory.zoom(chat_id, start(node), 1 << node[0])
-
-    out = {"prompt": await _timed(range(n), prompt)}
-    out["zoom_row"] = await _timed([rng.choice(sim.row) for _ in range(n)], zoom)
-    deep: list[Node] = []
-    while len(deep) < n:
-        level = rng.randrange(0, 13)
-        index = rng.randrange(0, max(1, sim.boundary >> level))
-        if end((level, index)) <= sim.boundary:
-            deep.append((level, index))
-    out["zoom_deep"] = await _timed(deep, zoom)
-    words: list[str] = []
-    while len(words) < n:
-        found = _WORD.findall(sim.texts[rng.randrange(len(sim.texts))])
-        if found:
-            words.append(rng.choice(found))
-    authors = [sim.authors[rng.randrange(len(sim.authors))] for _ in range(n)]
-    out["recall"] = await _timed(words, lambda w: memory.recall(chat_id, w))
-    small_words: list[str] = []
-    while small_texts and len(small_words) < n:
-        found = _WORD.findall(small_texts[rng.randrange(len(small_texts))])
-        if found:
-            small_words.append(rng.choice(found))
-    if small_words:
-        out["recall_small"] = await _timed(small_words, lambda w: memory.recall(small_chat_id, w))
-    out["recall_author"] = await _timed(
-        list(zip(words, authors, strict=True)), lambda wa: memory.recall(chat_id, wa[0], author=wa[1])
-    )
-    return out
-
-
-async def _ingest(memory: MemoryEngine, chat_id: int, messages: Sequence[NewMessage]) -> float:
-    started = time.perf_counter()
-    for msg in messages:
-        await memory.append(chat_id, msg)
-    return round(len(messages) / (time.perf_counter() - started), 1)
-
-
-async def measure_writes(
-    spec: ScaleSpec,
-    database_url: str,
-    database: BulkDatabase,
-    memory: MemoryEngine,
-    chat_id: int,
-    records: list[ImportedMessage],
-    figures: ScaleFigures,
-) -> None:
-    from bench.scale_ingest import ingest_through_bot
-
-    fresh = list(generate(records, 3 * spec.ingest, 0, first=spec.messages))
-    figures.ingest_messages = spec.ingest
-    figures.append_per_second = await _ingest(memory, chat_id, fresh[: spec.ingest])
-    texts = [m.content for m in fresh[2 * spec.ingest :]]
-    figures.ingest_per_second, figures.ingest_batch_mean = await ingest_through_bot(database, chat_id, texts)
-    # What-if: the same path with the commit's WAL flush made asynchronous (not the default).
-    relaxed = BulkDatabase.without_commit_flush(database_url)
+async def run(args: argparse.Namespace) -> ScaleFigures:
+    spec = ScaleSpec(args.corpus, messages=args.messages, samples=args.samples, ingest=args.ingest)
+    if args.database_url:
+        return await run_scale(spec, args.database_url, ingest_through_bot)
+    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="eva-scale-")), delete_on_stop=True)
+    server.start(database="postgres")
     try:
-        relaxed_memory = MemoryEngine(relaxed.sessions, spec.config)
-        figures.ingest_async_per_second = await _ingest(
-            relaxed_memory, chat_id, fresh[spec.ingest : 2 * spec.ingest]
-        )
-        figures.commit_ms = await relaxed.commit_ms("on")
-        figures.commit_async_ms = await relaxed.commit_ms("off")
+        return await run_scale(spec, server.admin_url(), ingest_through_bot)
     finally:
-        await relaxed.close()
-    started = time.perf_counter()
-    report = await memory.erase_author(GUILD_ID, ERASED_PERSON[1])
-    figures.erase_seconds = round(time.perf_counter() - started, 2)
-    figures.erase_messages, figures.erase_nodes = report.messages, report.nodes
+        server.stop()
 
 
-async def measure_size(database: BulkDatabase, figures: ScaleFigures) -> None:
-    figures.database_bytes, figures.table_bytes, figures.postgres_version = await database.sizes(TABLES)
-
-
-async def measure_scale(spec: ScaleSpec, database_url: str) -> ScaleFigures:
-    database = await BulkDatabase.open(database_url)
-    memory = MemoryEngine(database.sessions, spec.config)
-    figures = ScaleFigures(messages=spec.messages, corpus=spec.corpus.name)
-    try:
-        chat_id, sim, records = await build_chat(spec, database, memory, figures)
-        await measure_size(database, figures)
-        figures.latencies = await measure_reads(
-            spec, memory, chat_id, sim, figures.small_chat_id, figures.small_texts
-        )
-        await measure_writes(spec, database_url, database, memory, chat_id, records, figures)
-    finally:
-        await database.close()
-    return figures
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging()  # stdout carries only the figures
+    if not args.corpus.is_file():
+        print(f"no corpus at {args.corpus}: pass --corpus", file=sys.stderr)
+        return 2
+    if args.messages < 1:
+        print("--messages must be at least 1", file=sys.stderr)
+        return 2
+    figures = asyncio.run(run(args))
+    result = summary(figures)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            if key != "detail":
+                print(f"{key:26} {value}")
+    return 0
 
 
 if __name__ == "__main__":
-    import sys
-
-    from bench.scale_cli import main
-
     sys.exit(main())

@@ -8,6 +8,10 @@ taken out again, so building them is not timed. Then a producer hands them to
 ``Ingest.queue_message`` one per event-loop turn, as the gateway would hand messages that
 arrive as fast as the writer takes them: whatever queued during one write is the next batch.
 Timed: from the first message queued to the last one committed (``Ingest.flush``).
+
+The one module of bench/ that imports the bot outside bot/core/ (tests/structure/test_layers.py):
+it measures the bot's own ingest. So that the other benchmarks load without Discord, the entry
+points that run the scale benchmark (bench/scale.py, bench/report.py) hand this function to it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from memory.storage.bulk import BulkDatabase
+from bot.app import build_services
+from bot.client import EvaBot
+from bot.database import Database
+from bot.gateway.ingest import Append, Ingest
+from bot.settings import Settings
+from memory import BulkDatabase
 
 PEOPLE = 7
 
@@ -31,12 +40,6 @@ async def ingest_through_bot(
     # The test suite's simulated Discord, installed with the [test] extra: a test harness, not
     # test code (nothing under bench/ imports tests/), and needed only by this figure.
     import simcord
-
-    from bot.app import build_services
-    from bot.client import EvaBot
-    from bot.database import Database
-    from bot.gateway.ingest import Append, Ingest
-    from bot.settings import Settings
 
     secret = SecretStr("bench")  # nothing here calls Discord or Anthropic
     settings = Settings(_env_file=None, discord_token=secret, anthropic_api_key=secret)  # type: ignore[call-arg]

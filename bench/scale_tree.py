@@ -1,6 +1,6 @@
-"""The million-message chat of bench/scale.py, built without a model: the messages (a corpus
+"""The million-message chat of bench/scale_measure.py, built without a model: the messages (a corpus
 repeated with fresh snowflakes and dates) and a pure simulation of the compactor on them (see
-the module docstring of bench/scale.py, steps 1 and 2)."""
+its module docstring, steps 1 and 2)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from memory import ImportedMessage, NewMessage, tail_line_bytes
 from memory.config import MemoryConfig
 from memory.fakes.size_model import fake_compress_line, fake_merge_line, node_seed
-from memory.imports.readers import ImportedMessage, message_text
-from memory.storage.log import NewMessage, tail_line_bytes
+from memory.text.records import message_text
 from memory.tree.node import Node, children, end, free_leaf, free_merge, start
 from memory.tree.render import LineInfo, row_line_bytes
 from memory.tree.row import plan_batch

@@ -2,12 +2,11 @@
 
 At sampled messages (a fixed-seed draw of about 1 in 50, plus every message that names a
 chosen person: the most active human author of the replayed stretch, standing in for the
-bot's name) the reply request is built exactly as the bot builds it (bot/core/turn.py
-``build_request``: tools, system, the row in 4-line blocks, the raw tail in blocks cut at
-message indexes k*8, the per-turn note, 4 marks) from the engine's own ``prompt_view`` and
-accounted on the cache simulation at the corpus's time. Assumptions, printed with the
-figures: one model call per turn (no tool steps), about 150 output tokens, Sonnet 5.5; the
-bot's own replies are not added to the log (the corpus stays the corpus).
+bot's name) the reply request is built exactly as the bot builds it (bench/meters.py) from the
+engine's own ``prompt_view`` and accounted on the cache simulation at the corpus's time.
+Assumptions, printed with the figures: one model call per turn (no tool steps), about 150
+output tokens, Sonnet 5.5; the bot's own replies are not added to the log (the corpus stays the
+corpus).
 
 Every compactor call is accounted as the requests the Anthropic summarizer would send for it
 (bench/cache_model.py), once per compactor model.
@@ -15,7 +14,6 @@ Every compactor call is accounted as the requests the Anthropic summarizer would
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import re
@@ -26,35 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.cache_model import CacheMeter, MeteredSummarizer, MeterFigures, corpus_seconds, with_ttl
-from bench.replay import replay
-from bot.core.cache_policy import TurnGaps
-from bot.core.prompts import system_prompt
-from bot.core.tools import TOOLS
-from bot.core.turn import Trigger, TurnNote, build_request
-from bot.settings import Settings
+from bench.baselines import RollingSummary
+from bench.cache_model import CacheMeter, MeteredSummarizer, MeterFigures, corpus_seconds
+from bench.meters import AUTO, COMPACT_MODELS, ReplyMeter
+from bench.replay_loop import replay
+from memory import ImportedMessage, MemoryConfig, MemoryEngine, Summarizer, read_any
 from memory.clock import SimulatedClock
-from memory.compaction.summarizer import Summarizer
-from memory.config import MemoryConfig
 from memory.fakes.summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer
-from memory.imports.readers import ImportedMessage, read_any
-from memory.pricing import PriceTable
-from memory.reading.view import PromptView, prompt_view
-from memory.storage.bulk import Sessions
 
-REPLY_MODEL = "claude-sonnet-5-5"
-COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")
 BLOCKED_WHAT_IF = "claude-haiku-4-5, context in 4-line blocks (what-if)"
-# What-if (bench/cache_model.py level_budget): each line asked for at most 128 x (level + 1)
-# bytes. Only the output is cut; the tree is the one the fake built at today's sizes, so later
-# inputs and contexts are as large as today's: this understates what a budget would save.
+# What-if (memory/fakes/summarizer_requests.py level_budget): each line asked for at most
+# 128 x (level + 1) bytes. Only the output is cut; the tree is the one the fake built at today's
+# sizes, so later inputs and contexts are as large as today's: this understates what a budget
+# would save.
 BUDGET_WHAT_IF = "claude-haiku-4-5, byte budget growing with the level (what-if)"
-REPLY_OUTPUT_TOKENS = 150  # a group-chat answer of a few sentences
-REPLY_MAX_TOKENS = 1024
 SAMPLE_EVERY = 50
-# The bot's policy (bot/core/cache_policy.py): each mark's lifetime chosen from the chat's recent
-# gaps between turns. "5m" and "1h" put every mark at that lifetime.
-AUTO = "auto"
 SAMPLE_SEED = "eva-bench-1"
 
 
@@ -84,61 +68,6 @@ class ReplySampler:
         if _draw(self.seed, index) < self.rate:
             return True
         return bool(self._name and self._name.search(record.content))
-
-
-class ReplyMeter:
-    """Builds the reply request for a turn and accounts it on one cache per mark lifetime."""
-
-    def __init__(
-        self,
-        clock: SimulatedClock,
-        ttls: tuple[str, ...] = ("5m",),
-        *,
-        model: str = REPLY_MODEL,
-        output_tokens: int = REPLY_OUTPUT_TOKENS,
-        prices: PriceTable | None = None,
-    ) -> None:
-        self.clock, self.model, self.output_tokens = clock, model, output_tokens
-        self.system = system_prompt(Settings(_env_file=None))  # type: ignore[call-arg]
-        self.tools: list[dict[str, Any]] = TOOLS
-        self.meters = {ttl: CacheMeter(model, corpus_seconds(clock), prices) for ttl in ttls}
-        self.gaps = TurnGaps()  # the bot's own per-chat lifetime choice, for the "auto" meter
-        self.turns = 0
-        self.largest_prompt_bytes = 0
-
-    def account(self, view: PromptView, index: int, record: ImportedMessage) -> None:
-        note = TurnNote(self.clock.now(), view.timezone, (Trigger(record.author_name, 0, index),))
-        request = functools.partial(
-            build_request,
-            model=self.model,
-            max_tokens=REPLY_MAX_TOKENS,
-            system=self.system,
-            tools=self.tools,
-            view=view,
-            note=note,
-        )
-        body = request()
-        self.turns += 1
-        self.largest_prompt_bytes = max(self.largest_prompt_bytes, request_bytes(body))
-        for ttl, meter in self.meters.items():
-            if ttl == AUTO:
-                chosen = request(lifetimes=self.gaps.lifetimes(0, self.clock.now()))
-                meter.account(chosen, self.output_tokens)
-            else:
-                meter.account(with_ttl(body, ttl), self.output_tokens)
-
-    def figures(self) -> dict[str, MeterFigures]:
-        return {ttl: meter.totals for ttl, meter in self.meters.items()}
-
-
-def request_bytes(body: dict[str, Any]) -> int:
-    """UTF-8 bytes of the prompt's text blocks (tools as their JSON size is left out: constant)."""
-    total = sum(len(b["text"].encode()) for b in body.get("system") or [])
-    for message in body["messages"]:
-        content = message["content"]
-        blocks = [content] if isinstance(content, str) else [b.get("text", "") for b in content]
-        total += sum(len(text.encode()) for text in blocks)
-    return total
 
 
 @dataclass(frozen=True)
@@ -177,8 +106,6 @@ class TurnHooks:
     """The replay hooks: compactor calls metered, reply turns (and the baseline) at samples."""
 
     def __init__(self, spec: RunSpec, person: str | None) -> None:
-        from bench.baselines import RollingSummary  # baselines imports ReplyMeter from here
-
         self.clock = SimulatedClock()
         self.spec = spec
         self.sampler = ReplySampler(person, spec.sample_every)
@@ -197,23 +124,22 @@ class TurnHooks:
             if spec.rolling
             else None
         )
-        self.sessions: Sessions | None = None
+        self.memory: MemoryEngine | None = None
         self.chat_id = 0
 
     def wrap(self, summarizer: FakeSummarizer) -> Summarizer:
         return MeteredSummarizer(summarizer, list(self.compact_meters.values()))
 
-    async def started(self, sessions: Sessions, chat_id: int) -> None:
-        self.sessions, self.chat_id = sessions, chat_id
+    async def started(self, memory: MemoryEngine, chat_id: int) -> None:
+        self.memory, self.chat_id = memory, chat_id
 
     async def message(self, index: int, record: ImportedMessage) -> None:
         if self.rolling is not None:
             self.rolling.message(index, record)
         if not self.spec.turns or not self.sampler.wants(index, record):
             return
-        assert self.sessions is not None
-        async with self.sessions() as session:
-            view = await prompt_view(session, self.spec.config, self.chat_id)
+        assert self.memory is not None
+        view = await self.memory.prompt_view(self.chat_id)
         self.replies.account(view, index, record)
         if self.rolling is not None:
             self.rolling.reply(index, record)

@@ -48,6 +48,20 @@ from memory.storage.embedded import EmbeddedPostgres
 from memory.storage.log import ChatKey, NewMessage, storable
 from memory.text.mentions import MentionNames, Rendered
 
+# isort: split
+# For the benchmarks: what bench/ needs beyond the engine's methods, one reason each.
+from memory.reading import row_audit  # the replay checks the row's invariants after every swap
+from memory.storage.bulk import (
+    BulkDatabase,  # the scale chat's bulk load (COPY of the simulated tree) and its sizes
+    create_run_database,  # a database per report run, commits without the WAL flush
+    fresh_database,  # a database for one replay: on the given server or a throwaway one
+)
+from memory.storage.database import drop_database  # the report drops each run's database
+from memory.storage.log import (
+    from_import,  # the replay logs each corpus message as `eva import` does
+    tail_line_bytes,  # the replay and the scale chat count the raw tail as the log does
+)
+
 # Importable whole by bot/ and bench/ (a name here covers its submodules): the vocabulary every
 # layer shares and the pure rules the edge applies itself. None of them runs SQL.
 PUBLIC_MODULES = (
@@ -118,4 +132,14 @@ __all__ = [
     "storable",
     "text_digest",
     "url_problem",
+]
+# For the benchmarks: the last block of imports above says why, name by name.
+__all__ += [
+    "BulkDatabase",
+    "create_run_database",
+    "drop_database",
+    "fresh_database",
+    "from_import",
+    "row_audit",
+    "tail_line_bytes",
 ]

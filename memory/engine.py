@@ -36,6 +36,7 @@ from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import Chat, GuildSettings, MemoryRow, Message, OptOut
 from memory.text import frame_tags
 from memory.text.mentions import MentionNames
+from memory.tree.node import address
 
 DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
 
@@ -53,6 +54,10 @@ class ChatInfo:
 
 @translates_storage_errors
 class MemoryEngine(EngineBooks):
+    """The memory as the bot, the CLI and the benchmarks use it: chats, the log, erasure,
+    opt-outs, what a prompt reads and compaction, each method one unit of work (the ledger,
+    statistics and reconcile cursors come from :class:`EngineBooks`)."""
+
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -73,20 +78,24 @@ class MemoryEngine(EngineBooks):
 
     # --- chats
     async def ensure_chat(self, key: ChatKey) -> int:
+        """The chat's id, created with its empty memory row on first sight."""
         async with self.sessions() as s, s.begin():
             return await log.ensure_chat(s, key, self.config.timezone)
 
     async def chat_by_discord_id(self, discord_id: int) -> ChatInfo | None:
+        """The chat logged for a Discord channel, thread or DM; None when there is none."""
         async with self.sessions() as s:
             chat = await s.scalar(select(Chat).where(Chat.discord_id == discord_id))
             return _info(chat) if chat else None
 
     async def chat(self, chat_id: int) -> ChatInfo | None:
+        """The chat with our id ``chat_id``; None when there is none."""
         async with self.sessions() as s:
             chat = await s.get(Chat, chat_id)
             return _info(chat) if chat else None
 
     async def find_chat(self, ref: str) -> ChatInfo:
+        """The one chat ``ref`` names (name, Discord id or our id); ChatNotFound when none or several."""
         async with self.sessions() as s:
             return _info(await log.find_chat(s, ref))
 
@@ -96,6 +105,7 @@ class MemoryEngine(EngineBooks):
             return [_info(chat) for chat in await log.matching_chats(s, ref)]
 
     async def list_chats(self) -> list[ChatInfo]:
+        """Every chat, in id order."""
         async with self.sessions() as s:
             return [_info(c) for c in (await s.scalars(select(Chat).order_by(Chat.id))).all()]
 
@@ -118,12 +128,14 @@ class MemoryEngine(EngineBooks):
             return await write_import(s, chat_id, job, progress)
 
     async def set_paused(self, chat_id: int, paused: bool) -> None:
+        """Stop (or resume) logging the chat's messages."""
         async with self.sessions() as s, s.begin():
             chat = await log.get_chat(s, chat_id)
             chat.logging_paused = paused
 
     # --- the log
     async def append(self, chat_id: int, message: NewMessage) -> int | None:
+        """Log one message; its index, or None when its snowflake is already logged."""
         async with self.sessions() as s, s.begin():
             return await log.append(s, chat_id, message)
 
@@ -136,18 +148,22 @@ class MemoryEngine(EngineBooks):
             return await log.append_replies(s, chat_id, items)
 
     async def append_many(self, chat_id: int, messages: Sequence[NewMessage]) -> list[int | None]:
+        """Log a batch in order (imports, backfill); each index, None for one already logged."""
         async with self.sessions() as s, s.begin():
             return await log.append_many(s, chat_id, messages)
 
     async def last_snowflake(self, chat_id: int) -> int | None:
+        """The newest logged Discord message of the chat; None when none is logged."""
         async with self.sessions() as s:
             return await log.last_snowflake(s, chat_id)
 
     async def backfill_start(self, chat_id: int) -> int | None:
+        """The snowflake a backfill fetches after; never below an erasure's moment."""
         async with self.sessions() as s:
             return await log.backfill_start(s, chat_id)
 
     async def index_of_snowflake(self, chat_id: int, snowflake: int) -> int | None:
+        """The log index of a Discord message; None when it is not logged."""
         async with self.sessions() as s:
             return await log.index_of_snowflake(s, chat_id, snowflake)
 
@@ -183,6 +199,7 @@ class MemoryEngine(EngineBooks):
 
     # --- erasure
     async def erase_messages(self, chat_id: int, snowflakes: Iterable[int]) -> ErasureReport:
+        """Erase these Discord messages of the chat; the lines built from them are rebuilt without them."""
         async with self.sessions() as s, s.begin():
             report = await erase.erase_snowflakes(s, chat_id, snowflakes, self.clock.now())
         self.purge_due = True
@@ -250,6 +267,7 @@ class MemoryEngine(EngineBooks):
         return report
 
     async def chats_known_by_name(self, guild_id: int | None = None) -> list[str]:
+        """Names of chats whose authors are known only by name, which an erasure by id cannot reach."""
         async with self.sessions() as s:
             return await erase_everywhere.chats_known_by_name(s, guild_id)
 
@@ -287,6 +305,7 @@ class MemoryEngine(EngineBooks):
         return report
 
     async def forget_guild(self, guild_id: int) -> ErasureReport:
+        """Everything of a guild the bot left: its chats, their memory and its settings (opt-outs stay)."""
         async with self.sessions() as s, s.begin():
             ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
             # Opt-outs stay (they hold only ids): after a re-invite the person is still not logged.
@@ -307,12 +326,14 @@ class MemoryEngine(EngineBooks):
 
     # --- opt-outs
     async def opt_out(self, guild_id: int | None, user_id: int) -> None:
+        """Stop logging a person in a guild (``guild_id`` None: in DMs)."""
         async with self.sessions() as s, s.begin():
             await s.execute(
                 insert(OptOut).values(guild_id=guild_id or DM_SCOPE, user_id=user_id).on_conflict_do_nothing()
             )
 
     async def opt_in(self, guild_id: int | None, user_id: int) -> bool:
+        """Log a person again; False when they had not opted out."""
         async with self.sessions() as s, s.begin():
             gone = await s.execute(
                 delete(OptOut)
@@ -322,20 +343,24 @@ class MemoryEngine(EngineBooks):
             return bool(gone.all())
 
     async def opted_out(self, guild_id: int | None) -> set[int]:
+        """The people not logged in a guild (``guild_id`` None: in DMs)."""
         async with self.sessions() as s:
             rows = await s.scalars(select(OptOut.user_id).where(OptOut.guild_id == (guild_id or DM_SCOPE)))
             return set(rows.all())
 
     # --- reads
     async def prompt_view(self, chat_id: int) -> PromptView:
+        """What a reply prompt shows of the chat: the memory row and the raw tail."""
         async with self.sessions() as s:
             return await prompt_view(s, self.config, chat_id)
 
     async def zoom(self, chat_id: int, first: int, count: int, page: int = 1) -> str:
+        """The text under one line (``first``, ``count``): a message whole, or the two lines below."""
         async with self.sessions() as s:
             return await reads.zoom(s, chat_id, first, count, page)
 
     async def zoom_address(self, chat_id: int, address: str, page: int = 1) -> str:
+        """The text under the line at ``address`` (``id+n``); BadRequest for no such line."""
         async with self.sessions() as s:
             chat = await log.get_chat(s, chat_id)
             first, count = reads.parse(address, chat.next_index)
@@ -351,18 +376,19 @@ class MemoryEngine(EngineBooks):
         limit: int = 5,
         max_chars: int = 8000,
     ) -> str:
+        """Logged messages matching ``query``, best first, each with its neighbours, in ``max_chars``."""
         async with self.sessions() as s:
             wanted = reads.RecallQuery(query, author, author_id, limit)
             return await reads.recall(s, chat_id, wanted, max_chars=max_chars)
 
     async def row_addresses(self, chat_id: int) -> list[str]:
-        from memory.tree.node import address
-
+        """The addresses (``id+n``) of the memory row's lines, oldest first."""
         async with self.sessions() as s:
             state = await s.get(MemoryRow, chat_id)
             return [address((int(a), int(b))) for a, b in (state.shown if state else [])]
 
     async def message_count(self, chat_id: int) -> int:
+        """Messages logged in the chat (erased slots included); 0 for no such chat."""
         async with self.sessions() as s:
             return int(
                 await s.scalar(select(func.coalesce(Chat.next_index, 0)).where(Chat.id == chat_id)) or 0
@@ -372,6 +398,7 @@ class MemoryEngine(EngineBooks):
     async def compact(
         self, chat_id: int, *, until_idle: bool = False, force_swap: bool = False
     ) -> PassReport:
+        """Run the compactor on the chat (``until_idle``: until nothing is left); what it did."""
         if self.compactor is None:
             raise RuntimeError("this engine was built without a compactor")
         return await self.compactor.run(chat_id, until_idle=until_idle, force_swap=force_swap)

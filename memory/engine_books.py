@@ -29,6 +29,9 @@ from memory.storage.models import Chat, UsageEntry
 
 
 class EngineBooks:
+    """The engine's bookkeeping half: the usage ledger, statistics, the reconcile cursors and
+    the health probe; a base of MemoryEngine, never used alone."""
+
     sessions: async_sessionmaker[AsyncSession]
     config: MemoryConfig
     clock: Clock
@@ -73,19 +76,23 @@ class EngineBooks:
         return int(count or 0)
 
     async def cost_by_chat(self, since: datetime | None = None) -> dict[int | None, Decimal]:
+        """USD at list price per chat since ``since`` (None key: chats since deleted)."""
         async with self.sessions() as s:
             return await ledger.cost_by_chat(s, since=since)
 
     async def usage_summary(self, chat_id: int) -> UsageSummary:
+        """The chat's model usage and cost, all time."""
         async with self.sessions() as s:
             return await ledger.usage_summary(s, chat_id=chat_id)
 
     # --- statistics
     async def chat_stats(self, chat_id: int, now: datetime) -> ChatStats:
+        """The figures `/memory status` and `eva stats` show about one chat."""
         async with self.sessions() as s:
             return await stats.chat_stats(s, chat_id, now, self.config)
 
     async def node_detail(self, chat_id: int, address: str) -> NodeDetail:
+        """What `/memory node` shows about the line at ``address``."""
         async with self.sessions() as s:
             return await stats.node_detail(s, chat_id, address)
 
@@ -99,18 +106,22 @@ class EngineBooks:
 
     # --- the reconcile cursors (bot/gateway/reconcile.py compares the log with Discord)
     async def logged_after(self, chat_id: int, after: int, until: int | None) -> list[LoggedMessage]:
+        """Logged, not erased messages with a snowflake in ``(after, until]``, oldest first."""
         async with self.sessions() as s:
             return await reconcile.logged_after(s, chat_id, after, until)
 
     async def last_message_times(self, chat_ids: list[int]) -> dict[int, datetime | None]:
+        """When each chat's newest logged message was written (where a reconnect window starts)."""
         async with self.sessions() as s:
             return await reconcile.last_message_times(s, chat_ids)
 
     async def live_guild_ids(self) -> set[int]:
+        """Guilds the bot logs channels of (not the guild ids imports carry as a label)."""
         async with self.sessions() as s:
             return await reconcile.live_guild_ids(s)
 
     async def claim_due_walks(self, now: datetime, lease: timedelta, limit: int) -> list[DueWalk]:
+        """Up to ``limit`` history walks with a page due, each leased for ``lease``."""
         async with self.sessions() as s, s.begin():
             await reconcile.ensure_cursors(s, now)
             return await reconcile.claim_due(s, now, lease, limit)
@@ -118,14 +129,17 @@ class EngineBooks:
     async def walk_page_done(
         self, chat_id: int, next_after: int | None, now: datetime, period: timedelta
     ) -> None:
+        """A page of a walk was compared: move its cursor and set when the next page is due."""
         async with self.sessions() as s, s.begin():
             await reconcile.walk_page_done(s, chat_id, next_after, now, period)
 
     async def recent_done(self, chat_id: int, now: datetime) -> None:
+        """The window around an outage was compared for this chat."""
         async with self.sessions() as s, s.begin():
             await reconcile.recent_done(s, chat_id, now)
 
     async def reconcile_state(self, chat_id: int) -> ReconcileState:
+        """When the chat was last reconciled, around an outage and over its whole history."""
         async with self.sessions() as s:
             return await reconcile.reconcile_state(s, chat_id)
 

@@ -44,9 +44,9 @@ from bot.core.streaming import stream_message
 from bot.core.tools import ToolResult
 from bot.reply.limits import STEP_LIMIT_NOTE
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response
-from memory.compaction.prompts import neutralize_frames
 from memory.pricing import Usage
 from memory.reading.view import PromptView
+from memory.text.frame_tags import neutralize_frames
 from memory.text.names import quoted
 from memory.tree.render import zone
 

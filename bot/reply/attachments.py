@@ -13,7 +13,7 @@ later turn sends them again.
 - Whatever cannot be shown (gone, too big, not an image, not text) becomes one line in the
   prompt saying so; it never fails the turn.
 - A text file is framed like a message: ``<attachment ...>`` with its lines indented and
-  frame tags bent (memory/compaction/prompts.py), so a file cannot close the frame and pose as us.
+  frame tags bent (memory/text/frame_tags.py), so a file cannot close the frame and pose as us.
 - A replied-to message's files are read only when that message is in the log and its author has
   not opted out, or its author is asking: someone who opted out is not remembered, and their
   files are not read either. An erased message's files are never read, whoever asks.
@@ -35,7 +35,8 @@ import structlog
 
 from bot.gateway.chats import replied_snowflake
 from memory import MemoryEngine
-from memory.compaction.prompts import flatten, indent_continuations, neutralize_frames
+from memory.text.frame_tags import neutralize_frames
+from memory.text.lines import flatten, indent_continuations
 
 log = structlog.get_logger(__name__)
 

@@ -33,7 +33,7 @@ from memory.clock import Clock
 from memory.compaction.call_plan import ContextGroup, plan_calls
 from memory.compaction.node_cache import NodeCache
 from memory.compaction.planner import PlannedTask, needs_pass, plan_chat
-from memory.compaction.summarizer import CallUsage, Summarizer, SummarizerError
+from memory.compaction.summarizer import CallUsage, Summarizer, SummarizerError, SummaryBatch
 from memory.config import MemoryConfig
 from memory.policy.ledger import record_usage
 from memory.pricing import PriceTable
@@ -62,6 +62,9 @@ class PassReport:
 
 
 class Compactor:
+    """Builds the summary tree of each chat: plans a pass, sends the model tasks (JOBS calls at
+    once, paused while the key is rate limited), writes the lines and retries failed nodes."""
+
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -214,9 +217,31 @@ class Compactor:
         version: int,
         report: PassReport,
     ) -> None:
+        """One model call for ``group``: sent only while the row version holds, its lines
+        written only if it still holds once they are back."""
+        batch = await self._summarize(chat_id, context, group, version, report)
+        if batch is None:
+            return
+        writes = _node_writes(self._answered(chat_id, group, batch, report), batch)
+        inserted = await self._store(chat_id, writes, batch, version, report)
+        if inserted is None:
+            return
+        report.model_nodes += inserted  # after the await: concurrent calls share the report
+        self._built(chat_id, writes, version)
+
+    async def _summarize(
+        self,
+        chat_id: int,
+        context: tuple[str, ...],
+        group: list[PlannedTask],
+        version: int,
+        report: PassReport,
+    ) -> SummaryBatch | None:
+        """The model's answer for ``group``, one of JOBS calls at once; None when the call is
+        not sent (paused, or the row moved) or fails (its nodes wait out RETRY)."""
         async with self._jobs:
             if self.paused():
-                return  # planned before a rate limit: planned again once the pause is over
+                return None  # planned before a rate limit: planned again once the pause is over
             # Read right before sending: an erasure (or a swap) committed since planning moved
             # the version, and this call may carry the erased words. Drop it unsent; the
             # summarizer asks again before each further request of the call.
@@ -225,9 +250,9 @@ class Compactor:
 
             if not await still_current():
                 report.discarded += len(group)
-                return
+                return None
             try:
-                batch = await self.summarizer.summarize(
+                return await self.summarizer.summarize(
                     context, [t.task for t in group], still_current=still_current
                 )
             except SummarizerError as exc:
@@ -235,7 +260,13 @@ class Compactor:
                 if exc.retry_after is not None or exc.rate_limited:
                     self.pause(exc.retry_after or 0.0, str(exc))
                 self._failed(chat_id, [t.node for t in group], str(exc))
-                return
+                return None
+
+    def _answered(
+        self, chat_id: int, group: list[PlannedTask], batch: SummaryBatch, report: PassReport
+    ) -> list[tuple[PlannedTask, str, int]]:
+        """Count the call; the tasks it answered, each with its line and tries. An empty line
+        is a failed node, retried alone when it shared the call."""
         report.calls += 1
         report.usage.add(batch.usage)
         done = [
@@ -245,23 +276,13 @@ class Compactor:
         self._failed(chat_id, empty, "empty line")
         if len(group) > 1:
             self._alone.update((chat_id, node) for node in empty)
-        share = max(1, len(done))
-        writes = [
-            NodeWrite(
-                t.node,
-                line,
-                t.first_at,
-                t.last_at,
-                by_model=True,
-                model=batch.usage.model or None,
-                tries=tries,
-                input_tokens=batch.usage.input_tokens // share,
-                output_tokens=batch.usage.output_tokens // share,
-                cache_write_tokens=batch.usage.cache_write_5m_tokens // share,
-                cache_read_tokens=batch.usage.cache_read_tokens // share,
-            )
-            for t, line, tries in done
-        ]
+        return done
+
+    async def _store(
+        self, chat_id: int, writes: list[NodeWrite], batch: SummaryBatch, version: int, report: PassReport
+    ) -> int | None:
+        """The call's usage in the ledger and its nodes in the tree, in one transaction; the
+        nodes inserted, or None when the row moved meanwhile (the usage is recorded all the same)."""
         async with self.sessions() as session, session.begin():
             current = await session.scalar(
                 select(MemoryRow.version).where(MemoryRow.chat_id == chat_id).with_for_update(read=True)
@@ -278,9 +299,12 @@ class Compactor:
             )
             if current != version:
                 report.discarded += len(writes)
-                return
-            inserted = await insert_nodes(session, chat_id, writes)
-        report.model_nodes += inserted  # after the await: concurrent calls share the report
+                return None
+            return await insert_nodes(session, chat_id, writes)
+
+    def _built(self, chat_id: int, writes: Sequence[NodeWrite], version: int) -> None:
+        """The written nodes are done: no retry is pending or reported for them, and this
+        chat's node cache learns them while its version still holds."""
         cache = self._caches.get(chat_id)
         for w in writes:
             self._retry_at.pop((chat_id, w.node), None)
@@ -313,3 +337,24 @@ class Compactor:
                 select(MemoryRow.chat_id).where(MemoryRow.staged.is_not(None) | MemoryRow.needs_repair)
             )
             return list(rows.all())
+
+
+def _node_writes(done: Sequence[tuple[PlannedTask, str, int]], batch: SummaryBatch) -> list[NodeWrite]:
+    """Each answered task as a model-built node, the call's tokens shared evenly among them."""
+    share = max(1, len(done))
+    return [
+        NodeWrite(
+            t.node,
+            line,
+            t.first_at,
+            t.last_at,
+            by_model=True,
+            model=batch.usage.model or None,
+            tries=tries,
+            input_tokens=batch.usage.input_tokens // share,
+            output_tokens=batch.usage.output_tokens // share,
+            cache_write_tokens=batch.usage.cache_write_5m_tokens // share,
+            cache_read_tokens=batch.usage.cache_read_tokens // share,
+        )
+        for t, line, tries in done
+    ]

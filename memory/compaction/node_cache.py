@@ -1,10 +1,12 @@
-"""What the compactor keeps of one chat between its passes: the built nodes it has seen, the
-lines before a task as a row's context, and where a stopped batch stands.
+"""What the compactor keeps of one chat between its passes: the built nodes this process has
+seen, the lines before a task as a row's context, and where a stopped batch stands. A plan reads
+the row's parts and their parents again and again, and most of them have not changed since the
+last pass.
 
 Planning must cost about the nodes it plans, not the row's length times the passes: after an
 import the staged row holds every imported leaf (#ubuntu: 103,683), and a pass plans at most
 JOBS x TASKS_PER_CALL tasks. So what a pass derives from the whole row is kept for the next one
-and only extended (docs/design.md, the compactor; issue 29 measured 55 messages/s before).
+and only extended (issue 29 measured 55 messages/s before).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memory.compaction.node_cache import NodeCache
 from memory.compaction.summarizer import CompactTask
 from memory.config import MemoryConfig
-from memory.storage.log import range_bytes, read_range
+from memory.storage.log import keep_boundary, range_bytes, read_range
 from memory.storage.models import Chat, MemoryRow, Message
 from memory.storage.tree_nodes import NodeRecord, NodeWrite, insert_nodes
 from memory.tree.node import Node, children, free_leaf, free_merge, parent, utf8_len
@@ -70,22 +70,10 @@ def _json(parts: Sequence[Node]) -> list[list[int]]:
     return [[level, index] for level, index in parts]
 
 
-async def keep_boundary(session: AsyncSession, chat_id: int, first: int, total: int, keep: int) -> int:
-    """The first message of the newest stretch that fits in ``keep`` bytes (at least one
-    message stays raw, so the model always sees the newest words whole)."""
-    found = await session.scalar(
-        text("""
-        SELECT min(idx) FROM (
-            SELECT idx, sum(line_bytes) OVER (ORDER BY idx DESC) AS suffix
-            FROM messages WHERE chat_id = :chat_id AND idx >= :first
-        ) s WHERE suffix <= :keep
-    """),
-        {"chat_id": chat_id, "first": first, "keep": keep},
-    )
-    return min(int(found) if found is not None else total, total - 1)
-
-
 class ChatPlanner:
+    """One plan's work on one chat: builds free nodes, hands out model tasks (at most one
+    call window of them), runs the batch merge and repairs what an erasure deleted."""
+
     def __init__(
         self,
         session: AsyncSession,
@@ -286,68 +274,111 @@ async def plan_chat(
     blocked: set[Node],
     force_swap: bool = False,
 ) -> Plan:
-    chat_id = cache.chat_id
+    """The chat's next steps, under its memory-row lock: free work done, model tasks returned."""
     state = (
-        await session.execute(select(MemoryRow).where(MemoryRow.chat_id == chat_id).with_for_update())
+        await session.execute(select(MemoryRow).where(MemoryRow.chat_id == cache.chat_id).with_for_update())
     ).scalar_one()
-    chat = (await session.execute(select(Chat).where(Chat.id == chat_id))).scalar_one()
+    chat = (await session.execute(select(Chat).where(Chat.id == cache.chat_id))).scalar_one()
     cache.reset(state.version)
     planner = ChatPlanner(session, config, cache, busy, blocked)
     plan = Plan(version=state.version)
-    total = chat.next_index
-
     for _round in range(3):  # arm, build, swap; a swap may leave enough tail to arm again
-        shown = _parts(state.shown)
-        if state.needs_repair:
-            whole = await planner.repair(shown, plan)
-            if state.staged is not None:
-                whole = await planner.repair(_parts(state.staged), plan) and whole
-            state.needs_repair = not whole
-        if state.staged is None:
-            tail = await range_bytes(session, chat_id, state.boundary)
-            if not should_arm(tail, config):
-                break
-            keep_from = await keep_boundary(session, chat_id, state.boundary, total, config.tail_keep)
-            if keep_from <= state.boundary:
-                break
-            state.staged = _json(shown + [(0, i) for i in range(state.boundary, keep_from)])
-            state.staged_boundary, state.batch_target, state.staged_ready = keep_from, None, False
-        staged, staged_end = _parts(state.staged), int(state.staged_boundary or 0)
-        if not state.staged_ready:
-            await cache.load(session, staged)
-            unbuilt = [p for p in staged if cache.get(p) is None]
-            if unbuilt and all(p[0] == 0 for p in unbuilt):
-                await planner.leaves(staged, unbuilt, plan)
-                unbuilt = [p for p in staged if cache.get(p) is None]
-            if not unbuilt:
-                size = sum(cache.line_bytes(p) or 0 for p in staged)
-                if state.batch_target is None and size > config.view_high:
-                    state.batch_target = config.view_low
-                if state.batch_target is not None:
-                    armed = shown + [(0, i) for i in range(int(state.boundary), staged_end)]
-                    staged, ended = await planner.batch(staged, staged_end, state.batch_target, plan, armed)
-                    state.staged = _json(staged)
-                    if ended:
-                        state.batch_target = None
-                        plan.batched = True
-                state.staged_ready = state.batch_target is None and not state.needs_repair
-        if not state.staged_ready:
+        await _repair_rows(planner, state, plan)
+        if state.staged is None and not await _arm(planner, state, chat.next_index):
             break
-        tail = await range_bytes(session, chat_id, state.boundary)
-        reason = swap_reason(chat.last_message_at, now, tail, config)
-        forced = reason == "forced"
-        if reason is None and not force_swap:
+        if not await _build_staged(planner, state, plan):
             break
-        check_tiling(staged, staged_end)
-        state.shown, state.boundary = _json(staged), staged_end
-        state.staged = state.staged_boundary = None
-        state.staged_ready = False
-        state.version += 1
-        state.swaps += 1
-        state.forced_swaps += int(forced and not force_swap)
-        state.last_swap_at = now
-        plan.swapped, plan.forced = True, plan.forced or forced
-        plan.version = state.version
+        if not await _swap_when_due(planner, state, chat, now, plan, force_swap):
+            break
         cache.reset(state.version)
     state.updated_at = now
     return plan
+
+
+async def _repair_rows(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> None:
+    """After an erasure or edit: rebuild what it deleted under the shown and the staged row."""
+    if not state.needs_repair:
+        return
+    whole = await planner.repair(_parts(state.shown), plan)
+    if state.staged is not None:
+        whole = await planner.repair(_parts(state.staged), plan) and whole
+    state.needs_repair = not whole
+
+
+async def _arm(planner: ChatPlanner, state: MemoryRow, total: int) -> bool:
+    """Stage the next row once the raw tail passes TAIL_START: the shown parts, then the leaves
+    of the tail up to the newest TAIL_KEEP bytes. False: nothing to stage."""
+    tail = await range_bytes(planner.s, planner.chat_id, state.boundary)
+    if not should_arm(tail, planner.cfg):
+        return False
+    keep_from = await keep_boundary(planner.s, planner.chat_id, state.boundary, total, planner.cfg.tail_keep)
+    if keep_from <= state.boundary:
+        return False
+    state.staged = _json(_parts(state.shown) + [(0, i) for i in range(state.boundary, keep_from)])
+    state.staged_boundary, state.batch_target, state.staged_ready = keep_from, None, False
+    return True
+
+
+async def _build_staged(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> bool:
+    """Build the staged row's leaves, then its batch merge; True when it is ready to swap in."""
+    if not state.staged_ready and await _staged_leaves_built(planner, state, plan):
+        await _batch_when_over(planner, state, plan)
+        state.staged_ready = state.batch_target is None and not state.needs_repair
+    return bool(state.staged_ready)
+
+
+async def _staged_leaves_built(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> bool:
+    """Build the staged row's unbuilt leaves (free ones now, the rest as tasks); True when
+    every part of the staged row is built. A missing parent is the repair's work."""
+    cache, staged = planner.cache, _parts(state.staged)
+    await cache.load(planner.s, staged)
+    unbuilt = [p for p in staged if cache.get(p) is None]
+    if unbuilt and all(p[0] == 0 for p in unbuilt):
+        await planner.leaves(staged, unbuilt, plan)
+        unbuilt = [p for p in staged if cache.get(p) is None]
+    return not unbuilt
+
+
+async def _batch_when_over(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> None:
+    """A staged row over VIEW_HIGH is merged down towards VIEW_LOW, as far as built parents allow."""
+    staged, staged_end = _parts(state.staged), int(state.staged_boundary or 0)
+    size = sum(planner.cache.line_bytes(p) or 0 for p in staged)
+    if state.batch_target is None and size > planner.cfg.view_high:
+        state.batch_target = planner.cfg.view_low
+    if state.batch_target is None:
+        return
+    armed = _parts(state.shown) + [(0, i) for i in range(int(state.boundary), staged_end)]
+    staged, ended = await planner.batch(staged, staged_end, state.batch_target, plan, armed)
+    state.staged = _json(staged)
+    if ended:
+        state.batch_target = None
+        plan.batched = True
+
+
+async def _swap_when_due(
+    planner: ChatPlanner, state: MemoryRow, chat: Chat, now: datetime, plan: Plan, force_swap: bool
+) -> bool:
+    """Swap the ready staged row in after QUIET, at once past TAIL_FORCE, or when the caller
+    forces it; False when it keeps waiting."""
+    tail = await range_bytes(planner.s, planner.chat_id, state.boundary)
+    reason = swap_reason(chat.last_message_at, now, tail, planner.cfg)
+    if reason is None and not force_swap:
+        return False
+    _swap(state, now, plan, forced=reason == "forced", by_caller=force_swap)
+    return True
+
+
+def _swap(state: MemoryRow, now: datetime, plan: Plan, *, forced: bool, by_caller: bool) -> None:
+    """The staged row becomes the shown row, in a new version (a swap the caller forced is
+    not counted as forced by the tail)."""
+    staged, staged_end = _parts(state.staged), int(state.staged_boundary or 0)
+    check_tiling(staged, staged_end)
+    state.shown, state.boundary = _json(staged), staged_end
+    state.staged = state.staged_boundary = None
+    state.staged_ready = False
+    state.version += 1
+    state.swaps += 1
+    state.forced_swaps += int(forced and not by_caller)
+    state.last_swap_at = now
+    plan.swapped, plan.forced = True, plan.forced or forced
+    plan.version = state.version

@@ -13,11 +13,8 @@ from collections.abc import Sequence
 
 from memory.compaction.summarizer import CompactTask
 from memory.text.frame_tags import neutralize_frames
+from memory.text.lines import cut_at_bytes, flatten, indent_continuations
 from memory.text.names import speaker
-
-# Chat text placed inside one of our frames goes through neutralize_frames (memory.text.frame_tags):
-# no message can open or close a frame, however the tag is dressed up.
-__all__ = ["neutralize_frames"]
 
 NODE_BYTES_DEFAULT = 512
 
@@ -77,25 +74,6 @@ TOO_LONG_MANY = (
     'as <out n="{k}">...</out>, cutting just enough to end where it is cut here:'
 )
 
-# What str.splitlines() (and a model reading the text) takes for a line break.
-_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
-CONTINUATION = "\n    "
-
-
-def indent_continuations(text: str) -> str:
-    """A message's own line breaks as a newline and four spaces: no line of a message starts
-    a line of the prompt, so a message cannot pose as another message ("#12 ... bob: ...")
-    or as a memory line ("0+64 ...|...") where those are one per line."""
-    return _LINE_BREAK.sub(CONTINUATION, text)
-
-
-def flatten(line: str) -> str:
-    """One physical line: newlines shown as `` / `` (docs/design.md section 7)."""
-    if not _LINE_BREAK.search(line):
-        return line
-    return " / ".join(part.strip() for part in _LINE_BREAK.split(line) if part.strip())
-
-
 def ruler(node_bytes: int = NODE_BYTES_DEFAULT) -> str:
     return "-" * node_bytes
 
@@ -140,11 +118,6 @@ def task_block(tasks: Sequence[CompactTask], node_bytes: int = NODE_BYTES_DEFAUL
     for k, task in enumerate(tasks, start=1):
         parts += ["", f"Step {k}. {_task_head(task, node_bytes)}", _task_input(task)]
     return "\n".join(parts)
-
-
-def cut_at_bytes(text: str, limit: int) -> str:
-    """The first ``limit`` bytes of ``text`` without splitting a UTF-8 character."""
-    return text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
 
 
 def too_long_block(line: str, node_bytes: int, step: int | None = None) -> str:

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import hashlib
 
-from memory.compaction.prompts import NODE_BYTES_DEFAULT, cut_at_bytes
+from memory.compaction.prompts import NODE_BYTES_DEFAULT
+from memory.text.lines import cut_at_bytes
 
 COMPRESS_RATIO = 0.5
 COMPRESS_FLOOR = 60

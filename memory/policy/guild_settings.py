@@ -50,6 +50,9 @@ def _choices(row: GuildSettings | None) -> GuildChoices:
 
 @translates_storage_errors
 class GuildSettingsStore:
+    """Each server's own choices (time zone, budgets, who may talk to the bot) and the spending
+    they are checked against; one per process, shared by the reply gate and the commands."""
+
     def __init__(self, sessions: async_sessionmaker[AsyncSession], default_timezone: str = "UTC") -> None:
         self.sessions = sessions
         self.default_timezone = default_timezone  # TIMEZONE: where a server's choice goes back to

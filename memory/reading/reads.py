@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memory.compaction.prompts import CONTINUATION
 from memory.errors import BadRequest
 from memory.reading.search import Filters, search
 from memory.storage.log import get_chat, read_range, storable
 from memory.storage.models import Message
 from memory.storage.tree_nodes import resolve
+from memory.text.lines import CONTINUATION
 from memory.tree.node import AddressError, Node, address, children, node_for, parse_address
 from memory.tree.render import PLACEHOLDER, row_line, tail_line
 

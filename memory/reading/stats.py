@@ -18,7 +18,7 @@ from memory.policy.guild_policy import month_start
 from memory.policy.ledger import UsageSummary, usage_summary
 from memory.reading import reads
 from memory.storage.log import get_chat, range_bytes
-from memory.storage.models import MemoryRow, Message, TreeNode
+from memory.storage.models import Chat, MemoryRow, Message, TreeNode
 from memory.storage.tree_nodes import fetch
 from memory.tree.node import Node, address, end, node_for, start
 from memory.tree.render import LineInfo, date_span, row_line, row_line_bytes
@@ -84,29 +84,73 @@ def _parts(value: list[list[int]] | None) -> list[Node]:
     return [(int(level), int(index)) for level, index in (value or [])]
 
 
+@dataclass(frozen=True, slots=True)
+class _ShownRow:
+    boundary: int  # B: first message of the raw tail
+    lines: int
+    bytes: int  # bytes of the built row lines, newlines included
+    tail_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingWork:
+    staged_boundary: int | None
+    unbuilt_leaves: int  # leaves of the staged range [B, staged boundary) not built yet
+    quiet_swap_at: datetime | None
+
+
 async def chat_stats(
     session: AsyncSession, chat_id: int, now: datetime, config: MemoryConfig | None = None
 ) -> ChatStats:
+    """Everything `/memory status` and `eva stats` show about one chat, as it stands now."""
     cfg = config or MemoryConfig()
     chat = await get_chat(session, chat_id)
     state = await session.get(MemoryRow, chat_id)
+    row = await _shown_row(session, chat, state)
+    nodes = await _nodes_by_model(session, chat_id)
+    erased = await _erased_slots(session, chat_id)
+    pending = await _pending_work(session, chat, state, row.boundary, cfg)
+    since = month_start(now, cfg.timezone)  # the cap's and the budgets' month (guild_policy)
+    month = await usage_summary(session, chat_id=chat_id, since=since)
+    return _laid_out(chat, state, cfg, row, nodes, erased, pending, since, month)
+
+
+async def _shown_row(session: AsyncSession, chat: Chat, state: MemoryRow | None) -> _ShownRow:
+    """The row a prompt shows (its built lines' bytes) and the raw tail after it."""
     shown = _parts(state.shown if state else None)
     boundary = int(state.boundary) if state else 0
-    built = await fetch(session, chat_id, shown)
+    built = await fetch(session, chat.id, shown)
     row_bytes = sum(row_line_bytes(record.info(), chat.timezone) for record in built.values())
+    tail_bytes = await range_bytes(session, chat.id, boundary)
+    return _ShownRow(boundary, len(shown), row_bytes, tail_bytes)
+
+
+async def _nodes_by_model(session: AsyncSession, chat_id: int) -> dict[bool, int]:
+    """Built nodes of the chat: True the model's, False the free ones."""
     counts = await session.execute(
         select(TreeNode.by_model, func.count()).where(TreeNode.chat_id == chat_id).group_by(TreeNode.by_model)
     )
-    by_model = {bool(model): int(n) for model, n in counts}
+    return {bool(model): int(n) for model, n in counts}
+
+
+async def _erased_slots(session: AsyncSession, chat_id: int) -> int:
+    """Log slots whose message was erased (the slot stays, its words are gone)."""
     erased = await session.scalar(
         select(func.count()).where(Message.chat_id == chat_id, Message.erased_at.is_not(None))
     )
+    return int(erased or 0)
+
+
+async def _pending_work(
+    session: AsyncSession, chat: Chat, state: MemoryRow | None, boundary: int, cfg: MemoryConfig
+) -> _PendingWork:
+    """The staged row: how far it reaches, its leaves still to build, when quiet swaps it in."""
     staged_boundary = int(state.staged_boundary) if state and state.staged_boundary is not None else None
     unbuilt = 0
     if staged_boundary is not None and staged_boundary > boundary:
         leaves = await session.scalar(
             select(func.count()).where(
-                TreeNode.chat_id == chat_id,
+                TreeNode.chat_id == chat.id,
                 TreeNode.level == 0,
                 TreeNode.idx >= boundary,
                 TreeNode.idx < staged_boundary,
@@ -116,34 +160,48 @@ async def chat_stats(
     quiet_at = None
     if state is not None and state.staged is not None and chat.last_message_at is not None:
         quiet_at = chat.last_message_at + timedelta(seconds=cfg.quiet_seconds)
-    since = month_start(now, cfg.timezone)  # the cap's and the budgets' month (guild_policy)
+    return _PendingWork(staged_boundary, unbuilt, quiet_at)
+
+
+def _laid_out(
+    chat: Chat,
+    state: MemoryRow | None,
+    cfg: MemoryConfig,
+    row: _ShownRow,
+    nodes: dict[bool, int],
+    erased: int,
+    pending: _PendingWork,
+    since: datetime,
+    month: UsageSummary,
+) -> ChatStats:
+    """The figures read for one chat, laid out as :class:`ChatStats` (no query)."""
     return ChatStats(
-        chat_id=chat_id,
+        chat_id=chat.id,
         name=chat.name,
         paused=chat.logging_paused,
         messages=int(chat.next_index),
-        erased=int(erased or 0),
+        erased=erased,
         last_message_at=chat.last_message_at,
-        boundary=boundary,
-        tail_bytes=await range_bytes(session, chat_id, boundary),
-        row_lines=len(shown),
-        row_bytes=row_bytes,
-        model_nodes=int(by_model.get(True, 0)),
-        free_nodes=int(by_model.get(False, 0)),
+        boundary=row.boundary,
+        tail_bytes=row.tail_bytes,
+        row_lines=row.lines,
+        row_bytes=row.bytes,
+        model_nodes=int(nodes.get(True, 0)),
+        free_nodes=int(nodes.get(False, 0)),
         staged=state is not None and state.staged is not None,
-        staged_boundary=staged_boundary,
-        unbuilt_leaves=unbuilt,
+        staged_boundary=pending.staged_boundary,
+        unbuilt_leaves=pending.unbuilt_leaves,
         staged_ready=bool(state and state.staged_ready),
         batch_target=state.batch_target if state else None,
         needs_repair=bool(state and state.needs_repair),
         swaps=int(state.swaps) if state else 0,
         forced_swaps=int(state.forced_swaps) if state else 0,
         last_swap_at=state.last_swap_at if state else None,
-        quiet_swap_at=quiet_at,
+        quiet_swap_at=pending.quiet_swap_at,
         tail_start=cfg.tail_start,
         tail_force=cfg.tail_force,
         month_start=since,
-        month=await usage_summary(session, chat_id=chat_id, since=since),
+        month=month,
     )
 
 

@@ -16,9 +16,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memory.compaction.planner import keep_boundary
 from memory.config import MemoryConfig
-from memory.storage.log import get_chat, read_range
+from memory.storage.log import get_chat, keep_boundary, read_range
 from memory.storage.models import MemoryRow
 from memory.storage.tree_nodes import resolve
 from memory.tree.node import Node, end, start, utf8_len

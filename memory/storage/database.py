@@ -10,7 +10,7 @@ import inspect
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -19,9 +19,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from memory.errors import DatabaseUnavailable, DuplicateEntry, StorageError, TransientStorageError
-
-if TYPE_CHECKING:
-    from memory.storage.embedded import EmbeddedPostgres
+from memory.storage.embedded import EmbeddedPostgres
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -104,7 +104,9 @@ def asyncpg_url(uri: str, database: str) -> str:
 
 
 class EmbeddedPostgres:
-    """One embedded server. ``start()`` returns an asyncpg URL; ``stop()`` is idempotent."""
+    """The database when DATABASE_URL is unset (and the replays' throwaway one): one
+    PostgreSQL server with its data under ``data_dir``, owned by this process. ``start()``
+    returns an asyncpg URL; ``stop()`` is idempotent."""
 
     def __init__(self, data_dir: Path, *, delete_on_stop: bool = False) -> None:
         self.pgdata = (data_dir / "pg").resolve()

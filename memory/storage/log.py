@@ -424,3 +424,18 @@ async def range_bytes(session: AsyncSession, chat_id: int, first: int) -> int:
         )
     )
     return int(total or 0)
+
+
+async def keep_boundary(session: AsyncSession, chat_id: int, first: int, total: int, keep: int) -> int:
+    """The first message of the newest stretch that fits in ``keep`` bytes (at least one
+    message stays raw, so the model always sees the newest words whole)."""
+    found = await session.scalar(
+        text("""
+        SELECT min(idx) FROM (
+            SELECT idx, sum(line_bytes) OVER (ORDER BY idx DESC) AS suffix
+            FROM messages WHERE chat_id = :chat_id AND idx >= :first
+        ) s WHERE suffix <= :keep
+    """),
+        {"chat_id": chat_id, "first": first, "keep": keep},
+    )
+    return min(int(found) if found is not None else total, total - 1)

@@ -19,7 +19,8 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from memory.compaction.prompts import flatten, indent_continuations, neutralize_frames
+from memory.text.frame_tags import neutralize_frames
+from memory.text.lines import flatten, indent_continuations
 from memory.text.names import speaker
 from memory.tree.node import Node, address, utf8_len
 

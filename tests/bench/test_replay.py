@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.replay import replay
+from bench.replay_loop import replay
 from memory.storage.database import create_database, drop_database, with_database
 from tests.memory.helpers import SMALL
 

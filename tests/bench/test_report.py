@@ -9,10 +9,11 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from bench.figures import Plan
 from bench.render import render
-from bench.report import Plan, collect
-from bench.scale import ScaleSpec
-from bench.scale_cli import summary
+from bench.report import collect
+from bench.scale import summary
+from bench.scale_measure import ScaleSpec
 from tests.memory.helpers import SMALL
 
 HOST = {"commit": "abc123", "cpus": "2", "memory": "1.0 GiB", "python": "3.11", "load": "0.10"}

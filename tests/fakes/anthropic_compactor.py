@@ -25,7 +25,6 @@ from memory.compaction.prompts import (
     SYSTEM_BASE,
     TOO_LONG,
     TOO_LONG_MANY,
-    cut_at_bytes,
 )
 from memory.fakes.size_model import (
     compress_size,
@@ -34,6 +33,7 @@ from memory.fakes.size_model import (
     first_try_overshoot,
     merge_size,
 )
+from memory.text.lines import cut_at_bytes
 
 
 def _template_regex(template: str) -> str:

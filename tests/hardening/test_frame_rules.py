@@ -17,10 +17,9 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from memory.compaction.prompts import neutralize_frames
 from memory.reading.reads import PAGE_CHARS
 from memory.storage.log import NewMessage
-from memory.text.frame_tags import ESCAPED
+from memory.text.frame_tags import ESCAPED, neutralize_frames
 from memory.tree.render import tail_line
 from tests.hardening.unicode_oracles import (
     KNOWN_COLONS,

@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bot.core.prompts import system_prompt
-from memory.compaction.prompts import MANY_HEAD, compact_system, neutralize_frames
+from memory.compaction.prompts import MANY_HEAD, compact_system
 from memory.storage.log import storable
 from memory.storage.models import Message
+from memory.text.frame_tags import neutralize_frames
 from tests.bot.world import TINY_MEMORY
 from tests.fakes.anthropic_api import LogEntry
 from tests.hardening.unicode_oracles import json_strings, speaker_of

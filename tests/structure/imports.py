@@ -62,21 +62,21 @@ def _targets(node: ast.Import | ast.ImportFrom, known: Mapping[str, Path], impor
 
 def imports(known: Mapping[str, Path]) -> Iterator[Import]:
     for importer, path in known.items():
+        yield from _walk(ast.parse(path.read_text(encoding="utf-8")), None, importer, known)
 
-        def walk(node: ast.AST, late: str | None) -> Iterator[Import]:
-            for child in ast.iter_child_nodes(node):
-                here = late
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                    here = here or "function"
-                elif isinstance(child, ast.If) and _is_type_checking(child.test):
-                    here = "TYPE_CHECKING"
-                if isinstance(child, (ast.Import, ast.ImportFrom)):
-                    for target in _targets(child, known, importer):
-                        if target in known and target != importer:
-                            yield Import(importer, target, child.lineno, here)
-                yield from walk(child, here)
 
-        yield from walk(ast.parse(path.read_text(encoding="utf-8")), None)
+def _walk(node: ast.AST, late: str | None, importer: str, known: Mapping[str, Path]) -> Iterator[Import]:
+    for child in ast.iter_child_nodes(node):
+        here = late
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            here = here or "function"
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            here = "TYPE_CHECKING"
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            for target in _targets(child, known, importer):
+                if target in known and target != importer:
+                    yield Import(importer, target, child.lineno, here)
+        yield from _walk(child, here, importer, known)
 
 
 def graph(found: Iterable[Import]) -> dict[str, set[str]]:
