@@ -12,7 +12,7 @@ and only extended (issue 29 measured 55 messages/s before).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -106,7 +106,7 @@ class NodeCache:
         self.unbuilt.clear()
 
     async def load(self, session: AsyncSession, nodes: Iterable[Node]) -> None:
-        wanted = {n for n in nodes if n not in self.records and n not in self.unbuilt}
+        wanted = set(nodes) - self.records.keys() - self.unbuilt  # set operations: rows are long
         if not wanted:
             return
         found = await fetch(session, self.chat_id, wanted)
@@ -116,6 +116,11 @@ class NodeCache:
     def add(self, record: NodeRecord) -> None:
         self.records[record.node] = record
         self.unbuilt.discard(record.node)
+
+    @property
+    def sizes(self) -> Mapping[Node, int]:
+        """Line bytes of the built nodes whose size was asked for (line_bytes), by node."""
+        return self._bytes
 
     def get(self, node: Node) -> NodeRecord | None:
         return self.records.get(node)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -62,12 +63,17 @@ class Plan:
     free_built: int = 0
 
 
-def _parts(value: list[list[int]] | None) -> list[Node]:
-    return [(int(level), int(index)) for level, index in (value or [])]
+# A staged row is read and written at every pass, and after an import it holds every imported
+# leaf (103,683 for #ubuntu): both directions go through C (map, json) rather than a
+# comprehension per pair, which was a third of a pass.
+def _parts(value: Sequence[Sequence[int]] | None) -> list[Node]:
+    return list(map(tuple, value or ()))  # type: ignore[arg-type]  # JSON pairs: [level, index]
 
 
 def _json(parts: Sequence[Node]) -> list[list[int]]:
-    return [[level, index] for level, index in parts]
+    # Tuples are written as JSON arrays, [[level, index], ...], like lists: the column's type
+    # says lists because that is what it reads back.
+    return cast(list[list[int]], list(parts))
 
 
 class ChatPlanner:
@@ -190,6 +196,7 @@ class ChatPlanner:
                 estimate=self.cfg.node_bytes + 40,
                 max_needed=self.window,
                 resume=self.cache.batch,
+                known=self.cache.sizes,
             )
             self.cache.batch = result.state
             row = result.parts

@@ -441,17 +441,29 @@ def test_a_batch_gone_on_from_plans_what_a_new_batch_would(leaves: int, seed: in
     row: list[Node] = [(0, i) for i in range(leaves)]
     target = max(1, sum(sizes.values()) // rng.randint(2, 6))
     state = None
-    for _ in range(4 * leaves):
+    asked: list[Node] = []  # the resumed run's calls of line_bytes beyond ``known``
+
+    def asking(node: Node) -> int | None:
+        asked.append(node)
+        return sizes.get(node)
+
+    for _ in range(40 * leaves):
         fresh = plan_batch(row, leaves, sizes.get, target, max_needed=per_pass)
-        resumed = plan_batch(row, leaves, sizes.get, target, max_needed=per_pass, resume=state)
+        known = {node: size for node, size in sizes.items() if rng.random() < 0.5}
+        asked.clear()
+        resumed = plan_batch(row, leaves, asking, target, max_needed=per_pass, resume=state, known=known)
         assert resumed == fresh  # parts, merged, bytes, done and needed (state is not compared)
+        assert all(node not in known for node in asked)
+        assert set(fresh.needed) <= set(asked)  # every unbuilt node was asked for (a planner may build it)
         if fresh.done or not fresh.needed:
-            assert resumed.state is None or not fresh.needed
             break
-        for node in fresh.needed:
-            left, right = children(node)
-            if left in sizes and right in sizes:
-                sizes[node] = rng.randint(20, 512)
+        # Some passes build nothing (the stopping parent waits for a retry): the batch stands
+        # still while what it lists grows.
+        if rng.random() < 0.6:
+            for node in fresh.needed:
+                left, right = children(node)
+                if left in sizes and right in sizes and rng.random() < 0.7:
+                    sizes[node] = rng.randint(20, 512)
         row, state = fresh.parts, resumed.state
     else:
         raise AssertionError("the batch never ended")
