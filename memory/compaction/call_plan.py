@@ -114,7 +114,7 @@ def plan_calls(
 ) -> tuple[list[ContextGroup], dict[int, tuple[str, ...]]]:
     """The plan's tasks as context groups of calls, and the sticky contexts to keep (by tier)."""
     per_call = max(1, per_call)
-    ordered = sorted(tasks, key=lambda t: (lines_bytes(t.before), t.node))
+    ordered = sorted(tasks, key=lambda t: (t.before_bytes, t.node))
     if not shared:
         return _own_contexts(ordered, per_call, alone), {}
     sticky = sticky or {}
@@ -122,7 +122,7 @@ def plan_calls(
     keep: dict[int, tuple[str, ...]] = {tier: tuple(lines) for tier, lines in sticky.items()}
     members: dict[int, list[PlannedTask]] = {}
     for task in ordered:
-        tier = context_tier(lines_bytes(task.before), min_context_bytes, max_tier)
+        tier = context_tier(task.before_bytes, min_context_bytes, max_tier)
         home = next(
             (k for k, g in enumerate(groups) if g.tier == tier and is_run_of(g.context, task.before)), None
         )
@@ -171,7 +171,4 @@ def _own_contexts(
     calls = [together[i : i + per_call] for i in range(0, len(together), per_call)]
     calls += [[t] for t in ordered if t.node in alone]
     # The lines before the call's first task are before every task of the call (ordered).
-    return [
-        ContextGroup(grid_window(call[0].before), lines_bytes(call[0].before) >= GRID, [call])
-        for call in calls
-    ]
+    return [ContextGroup(grid_window(call[0].before), call[0].before_bytes >= GRID, [call]) for call in calls]

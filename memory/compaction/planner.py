@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,8 +26,7 @@ from memory.config import MemoryConfig
 from memory.storage.log import keep_boundary, range_bytes, read_range
 from memory.storage.models import Chat, MemoryRow, Message
 from memory.storage.tree_nodes import NodeRecord, NodeWrite, insert_nodes
-from memory.tree.node import Node, children, end, free_leaf, free_merge, parent, start
-from memory.tree.render import bare_text
+from memory.tree.node import Node, children, free_leaf, free_merge, parent, utf8_len
 from memory.tree.row import check_tiling, plan_batch
 from memory.tree.swap import should_arm, swap_reason
 
@@ -42,6 +42,14 @@ class PlannedTask:
     before: tuple[str, ...]
     first_at: datetime | None
     last_at: datetime | None
+    # UTF-8 bytes of ``before`` with a newline each: the planner knows it from its prefix sums;
+    # the call plan sorts and tiers by it (summing ~4,700 lines per task cost more than the
+    # model on an import: issue 29).
+    before_bytes: int = -1
+
+    def __post_init__(self) -> None:
+        if self.before_bytes < 0:
+            object.__setattr__(self, "before_bytes", sum(utf8_len(line) + 1 for line in self.before))
 
 
 @dataclass(slots=True)
@@ -55,12 +63,17 @@ class Plan:
     free_built: int = 0
 
 
-def _parts(value: list[list[int]] | None) -> list[Node]:
-    return [(int(level), int(index)) for level, index in (value or [])]
+# A staged row is read and written at every pass, and after an import it holds every imported
+# leaf (103,683 for #ubuntu): both directions go through C (map, json) rather than a
+# comprehension per pair, which was a third of a pass.
+def _parts(value: Sequence[Sequence[int]] | None) -> list[Node]:
+    return list(map(tuple, value or ()))  # type: ignore[arg-type]  # JSON pairs: [level, index]
 
 
 def _json(parts: Sequence[Node]) -> list[list[int]]:
-    return [[level, index] for level, index in parts]
+    # Tuples are written as JSON arrays, [[level, index], ...], like lists: the column's type
+    # says lists because that is what it reads back.
+    return cast(list[list[int]], list(parts))
 
 
 class ChatPlanner:
@@ -92,20 +105,9 @@ class ChatPlanner:
         self.writes = []
         return built
 
-    def _context(self, row: Sequence[Node], node: Node) -> tuple[str, ...]:
-        """The row's lines wholly before ``node``'s first message (by coverage, not by a
-        position: a merge whose children are not row parts yet has no position in the row)."""
-        first = start(node)
-        lines = []
-        for part in row:
-            if end(part) > first:
-                break
-            record = self.cache.get(part)
-            if record is None:
-                break  # stop at the first unbuilt line: no placeholder reaches the model
-            if record.text:
-                lines.append(bare_text(record.text))
-        return tuple(lines)
+    def _context(self, row: Sequence[Node], node: Node) -> tuple[tuple[str, ...], int]:
+        """The row's built lines before ``node`` and their bytes (RowContext.before)."""
+        return self.cache.context_of(row).before(node)
 
     async def leaves(self, row: list[Node], nodes: list[Node], plan: Plan) -> None:
         """Build the unbuilt leaves ``nodes`` (in order): free ones now, the rest as tasks."""
@@ -128,9 +130,8 @@ class ChatPlanner:
                 plan.waiting = True
             elif len(plan.tasks) < self.window:
                 task = CompactTask("compress", 0, node[1], author=m.author_name or "", text=m.text or "")
-                plan.tasks.append(
-                    PlannedTask(node, task, self._context(row, node), m.created_at, m.created_at)
-                )
+                before, size = self._context(row, node)
+                plan.tasks.append(PlannedTask(node, task, before, m.created_at, m.created_at, size))
             else:
                 plan.waiting = True
         await self._flush()
@@ -149,8 +150,8 @@ class ChatPlanner:
             plan.waiting = True
         elif len(plan.tasks) < self.window and all(t.node != node for t in plan.tasks):
             task = CompactTask("merge", node[0], node[1], left=left.text, right=right.text)
-            before = self._context(context_row or row, node)
-            plan.tasks.append(PlannedTask(node, task, before, left.first_at, right.last_at))
+            before, size = self._context(context_row or row, node)
+            plan.tasks.append(PlannedTask(node, task, before, left.first_at, right.last_at, size))
         else:
             plan.waiting = True
         return False
@@ -194,7 +195,10 @@ class ChatPlanner:
                 target,
                 estimate=self.cfg.node_bytes + 40,
                 max_needed=self.window,
+                resume=self.cache.batch,
+                known=self.cache.sizes,
             )
+            self.cache.batch = result.state
             row = result.parts
             if result.done or not result.needed:
                 await self._flush()

@@ -19,7 +19,7 @@ The older rule measured from the pair's *first* message and matched push at only
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -156,10 +156,69 @@ class BatchPlan:
     bytes: int = 0
     done: bool = False
     needed: list[Node] = field(default_factory=list)
+    # Where a stopped batch stands, to go on from there (plan_batch's ``resume``) instead of
+    # building the pairs' heap again; None when the batch ended.
+    state: BatchState | None = field(default=None, compare=False, repr=False)
 
     @property
     def merges(self) -> int:
         return len(self.merged)
+
+
+class BatchState:
+    """A stopped batch: its row with the heap of pairs, and the row's bytes. Going on from it
+    is what a new plan_batch over ``parts`` would do (the order of merges depends only on the
+    row and ``total``), without the row-long build: after an import the staged row holds every
+    imported leaf (~100,000), and building its heap again at every pass made planning cost
+    row x passes (issue 29)."""
+
+    def __init__(self, parts: Sequence[Node], total: int, size: int) -> None:
+        self.row = _LinkedRow(parts, total)
+        self.total, self.size = total, size
+        # The row where the batch stopped; None while a plan_batch runs on it, so that a run
+        # that raised half-way is never gone on from.
+        self.parts: list[Node] | None = list(parts)
+        # The merges after the stop, in due order, as (parent, left, right): the continuation
+        # that lists the needed parents walks them at every pass, and while the stopping parent
+        # waits for a retry the walk grows (a 10,000-message import: 2,000 merges deep for 70
+        # passes). They are found once, on a copy of the row, and the batch's own merges take
+        # them off the front: the order of merges depends only on the row.
+        self._ahead: list[tuple[Node, Node, Node]] = []
+        self._taken = 0  # merges of _ahead the batch has made since
+        self._ahead_row: _LinkedRow | None = None  # the row after all of _ahead
+        self._ahead_ends = False  # no pair is left after _ahead
+
+    def continues(self, parts: Sequence[Node], total: int) -> bool:
+        """Whether a batch over ``parts`` and ``total`` is this one going on."""
+        return total == self.total and self.parts is not None and self.parts == list(parts)
+
+    def merge(self, k: int) -> Node:
+        """The batch's own next merge (slot ``k`` of its row)."""
+        made = self.row.merge(k)
+        if self._taken < len(self._ahead):
+            self._taken += 1  # the same merge as the front of _ahead
+            if self._taken > 4096 and self._taken * 2 > len(self._ahead):
+                del self._ahead[: self._taken]
+                self._taken = 0
+        else:
+            self._ahead, self._taken, self._ahead_row, self._ahead_ends = [], 0, None, False
+        return made
+
+    def ahead(self, i: int) -> tuple[Node, Node, Node] | None:
+        """The ``i``-th merge after where the batch stands (0: the one it stopped at), or None
+        when no pair is left by then."""
+        wanted = self._taken + i
+        while wanted >= len(self._ahead) and not self._ahead_ends:
+            if self._ahead_row is None:
+                self._ahead_row = self.row.copy()
+            k = self._ahead_row.most_due()
+            if k is None:
+                self._ahead_ends = True
+                break
+            left, right = self._ahead_row.pair(k)
+            self._ahead.append((parent(left), left, right))
+            self._ahead_row.merge(k)
+        return self._ahead[wanted] if wanted < len(self._ahead) else None
 
 
 class _LinkedRow:
@@ -227,6 +286,12 @@ class _LinkedRow:
     def parts(self) -> list[Node]:
         return [node for node, alive in zip(self.nodes, self.alive, strict=True) if alive]
 
+    def copy(self) -> _LinkedRow:
+        twin = _LinkedRow.__new__(_LinkedRow)
+        twin.total, twin.nodes, twin.next = self.total, list(self.nodes), list(self.next)
+        twin.prev, twin.alive, twin.heap = list(self.prev), list(self.alive), list(self.heap)
+        return twin
+
 
 def plan_batch(
     parts: Sequence[Node],
@@ -236,6 +301,8 @@ def plan_batch(
     *,
     estimate: int = 512,
     max_needed: int = 8,
+    resume: BatchState | None = None,
+    known: Mapping[Node, int] | None = None,
 ) -> BatchPlan:
     """Merge the most due pairs until the row is at most ``target`` bytes.
 
@@ -246,37 +313,63 @@ def plan_batch(
 
     The plan stops (``done`` False, ``needed`` empty) when no sibling pair is left: a row
     of one line per level cannot shrink until more messages arrive.
+
+    ``resume``: a stopped batch (BatchPlan.state) to go on from when ``parts`` is where it
+    stopped. ``known``: sizes ``line_bytes`` would answer without doing anything else, looked
+    up first (a planner's ``line_bytes`` may build a free parent: that call is still made for
+    every node not in ``known``).
     """
     if max_needed < 1:
         raise ValueError("max_needed must be at least 1")
-    row = _LinkedRow(parts, total)
-    size = row_bytes(parts, line_bytes)
+    sizes = _Sizes(line_bytes, known or {})
+    if resume is not None and resume.continues(parts, total):
+        state = resume
+    else:
+        state = BatchState(parts, total, sum(sizes.built(node) for node in parts))
+    row, size = state.row, state.size
+    state.parts = None
     merged: list[Node] = []
     while size > target:
         k = row.most_due()
         if k is None:
             break
         left, right = row.pair(k)
-        built = line_bytes(parent(left))
+        built = sizes.of(parent(left))
         if built is None:
             stopped = row.parts()
-            needed = _needed_parents(row, line_bytes, size, target, estimate, max_needed)
-            return BatchPlan(stopped, merged, size, done=False, needed=needed)
-        size += built - _built_size(left, line_bytes) - _built_size(right, line_bytes)
-        merged.append(row.merge(k))
+            state.parts, state.size = stopped, size
+            needed = _needed_parents(state, sizes, size, target, estimate, max_needed)
+            return BatchPlan(stopped, merged, size, done=False, needed=needed, state=state)
+        size += built - sizes.built(left) - sizes.built(right)
+        merged.append(state.merge(k))
     return BatchPlan(row.parts(), merged, size, done=size <= target)
 
 
+class _Sizes:
+    """line_bytes, asked only for what ``known`` does not hold."""
+
+    def __init__(self, line_bytes: LineBytes, known: Mapping[Node, int]) -> None:
+        self.line_bytes, self.known = line_bytes, known
+
+    def of(self, node: Node) -> int | None:
+        size = self.known.get(node)
+        return size if size is not None else self.line_bytes(node)
+
+    def built(self, node: Node) -> int:
+        size = self.known.get(node)
+        return size if size is not None else _built_size(node, self.line_bytes)
+
+
 def _needed_parents(
-    row: _LinkedRow,
-    line_bytes: LineBytes,
+    state: BatchState,
+    sizes: _Sizes,
     size: int,
     target: int,
     estimate: int,
     max_needed: int,
 ) -> list[Node]:
-    """Continue the batch (on ``row``, which the caller no longer needs), pretending
-    unbuilt parents exist at ``estimate`` bytes.
+    """Continue the batch from where ``state`` stopped, pretending unbuilt parents exist at
+    ``estimate`` bytes (the merges come from BatchState.ahead; the row is not changed).
 
     Called when the most due pair's parent is unbuilt, so the first entry is that parent.
     Listing the next ones too lets the compactor build up to ``JOBS`` (8) at once instead
@@ -285,20 +378,17 @@ def _needed_parents(
     """
     needed: list[Node] = []
     pending: dict[Node, int] = {}  # listed parents, with their assumed size
-
-    def current_size(node: Node) -> int:
-        return pending[node] if node in pending else _built_size(node, line_bytes)
-
+    step = 0
     while size > target and len(needed) < max_needed:
-        k = row.most_due()
-        if k is None:
+        merge = state.ahead(step)
+        if merge is None:
             break
-        left, right = row.pair(k)
-        merged = parent(left)
-        built = line_bytes(merged)
+        step += 1
+        merged, left, right = merge
+        built = sizes.of(merged)
         if built is None:
             needed.append(merged)
             pending[merged] = built = estimate
-        size += built - current_size(left) - current_size(right)
-        row.merge(k)
+        size += built - (pending[left] if left in pending else sizes.built(left))
+        size -= pending[right] if right in pending else sizes.built(right)
     return needed

@@ -426,3 +426,62 @@ def test_building_needed_in_order_reaches_the_all_built_batch(
         assert 1 <= len(plan.needed) <= max_needed
         unbuilt -= set(plan.needed)  # the compactor builds the list, in order
     assert (row, merged, plan.done) == (all_built.parts, all_built.merged, all_built.done)
+
+
+# --- a stopped batch going on -------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 300), st.integers(0, 2**32), st.integers(1, 6))
+def test_a_batch_gone_on_from_plans_what_a_new_batch_would(leaves: int, seed: int, per_pass: int) -> None:
+    """plan_batch(resume=state) after each stop, against plan_batch from scratch on the same
+    row: the same plan at every pass while the needed parents get built a few at a time."""
+    rng = random.Random(seed)
+    sizes: dict[Node, int] = {(0, i): rng.randint(20, 512) for i in range(leaves)}
+    row: list[Node] = [(0, i) for i in range(leaves)]
+    target = max(1, sum(sizes.values()) // rng.randint(2, 6))
+    state = None
+    asked: list[Node] = []  # the resumed run's calls of line_bytes beyond ``known``
+
+    def asking(node: Node) -> int | None:
+        asked.append(node)
+        return sizes.get(node)
+
+    for _ in range(40 * leaves):
+        fresh = plan_batch(row, leaves, sizes.get, target, max_needed=per_pass)
+        known = {node: size for node, size in sizes.items() if rng.random() < 0.5}
+        asked.clear()
+        resumed = plan_batch(row, leaves, asking, target, max_needed=per_pass, resume=state, known=known)
+        assert resumed == fresh  # parts, merged, bytes, done and needed (state is not compared)
+        assert all(node not in known for node in asked)
+        assert set(fresh.needed) <= set(asked)  # every unbuilt node was asked for (a planner may build it)
+        if fresh.done or not fresh.needed:
+            break
+        # Some passes build nothing (the stopping parent waits for a retry): the batch stands
+        # still while what it lists grows.
+        if rng.random() < 0.6:
+            for node in fresh.needed:
+                left, right = children(node)
+                if left in sizes and right in sizes and rng.random() < 0.7:
+                    sizes[node] = rng.randint(20, 512)
+        row, state = fresh.parts, resumed.state
+    else:
+        raise AssertionError("the batch never ended")
+
+
+def test_a_batch_is_not_gone_on_from_for_another_row_or_after_a_failed_run() -> None:
+    sizes: dict[Node, int] = {leaf: 100 for leaf in EIGHT_LEAVES}
+    stopped = plan_batch(EIGHT_LEAVES, 8, sizes.get, target=0)
+    assert stopped.state is not None and stopped.state.continues(EIGHT_LEAVES, 8)
+    assert not stopped.state.continues(EIGHT_LEAVES, 9)
+    assert not stopped.state.continues(EIGHT_LEAVES[1:], 8)
+
+    def broken(node: Node) -> int | None:
+        if node == (0, 0):
+            raise RuntimeError("lookup failed")
+        return sizes.get(node)
+
+    sizes[(1, 0)] = 100
+    with pytest.raises(RuntimeError):
+        plan_batch(EIGHT_LEAVES, 8, broken, target=0, resume=stopped.state)
+    assert not stopped.state.continues(EIGHT_LEAVES, 8)  # half-run: never gone on from
