@@ -152,6 +152,8 @@ class MemoryEngine(EngineBooks, EngineErasure):
         snowflake it replies to, as :meth:`append_replies`) except those about a person
         (``about``, one per item; None: nobody) who opted out where the chat is, read in the
         same transaction. Returns the chat and each item's index (None: refused or a duplicate)."""
+        if len(about) != len(items):  # one person per item, or the opt-outs would slip
+            raise ValueError(f"{len(items)} items but {len(about)} persons they are about")
         async with self.sessions() as s, s.begin():
             chat = await s.scalar(select(Chat).where(Chat.discord_id == discord_id))
             if chat is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -239,3 +240,42 @@ async def test_hostile_content_is_logged_whole_and_searchable(sessions: Sessions
     await settle(engine, clock, chat)
     async with sessions() as s:
         assert await s.scalar(select(func.count()).select_from(Message)) == len(cases)
+
+
+async def test_a_discord_batch_is_one_transaction_that_keeps_out_whoever_opted_out(
+    sessions: Sessions,
+) -> None:
+    """append_from_discord (the ingest's one call per batch): no chat yet -> nothing written;
+    a person who opted out in the chat's guild -> their item refused, the rest written in
+    order; a paused chat -> nothing written; one person per item, or the batch is refused."""
+    engine, _, _ = make_engine(sessions)
+    batch = [(message(k), None) for k in range(3)]  # three different authors
+    authors = [m.author_id for m, _ in batch]
+    assert len(set(authors)) == 3
+    assert await engine.append_from_discord(555, batch, authors) is None  # no chat for channel 555 yet
+
+    chat = await new_chat(engine, guild_id=77, discord_id=555)
+    await engine.opt_out(77, authors[1])
+    await engine.opt_out(78, authors[2])  # another guild's opt-out does not count here
+    found = await engine.append_from_discord(555, batch, authors)
+    assert found is not None and found[0].id == chat
+    assert found[1] == [0, None, 1]
+    async with sessions() as s:
+        logged = list(
+            (
+                await s.scalars(
+                    select(Message.author_id).where(Message.chat_id == chat).order_by(Message.idx)
+                )
+            ).all()
+        )
+    assert logged == [authors[0], authors[2]]
+
+    await engine.set_paused(chat, True)
+    later = [(message(k), None) for k in range(10, 12)]
+    paused = await engine.append_from_discord(555, later, [m.author_id for m, _ in later])
+    assert paused is not None and paused[1] == [None, None]
+    async with sessions() as s:
+        assert await s.scalar(select(func.count()).select_from(Message).where(Message.chat_id == chat)) == 2
+
+    with pytest.raises(ValueError, match="2 items but 1 persons"):
+        await engine.append_from_discord(555, later, [None])
