@@ -19,12 +19,17 @@ from bot.cli.main import build_parser
 from bot.client import EvaBot
 from bot.services import Services
 from bot.settings import Settings
+from tests.bot.conftest import bot_settings, fake_anthropic, services
 from tests.fakes.discord_api import (
     FakeDiscord,
     discord_endpoints_kept,
     point_discord_at,
     restore_discord_endpoints,
 )
+
+# The bot's services for the in-process start below, as tests/bot/ builds them (this file
+# tests the CLI, so it sits in tests/cli/, outside that folder's conftest).
+__all__ = ["bot_settings", "fake_anthropic", "services"]
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {"zoom", "recall", "forget-me", "remember-me", "memory", "settings"}
