@@ -172,7 +172,7 @@ def test_dockerfile_runs_eva_as_a_non_root_user_from_the_built_wheel() -> None:
 
 
 def test_healthcheck_runs_eva_health_on_a_heartbeat_file_outside_the_data_volume() -> None:
-    """What the check decides is tested in tests/test_health.py; here, that the image runs it."""
+    """What the check decides is tested in tests/cli/test_health.py; here, that the image runs it."""
     instructions = dockerfile_instructions()
     (args,) = [args for keyword, args in instructions if keyword == "HEALTHCHECK"]
     assert json.loads(args[args.index("CMD") + 3 :]) == ["eva", "health"]
