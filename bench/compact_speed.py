@@ -1,4 +1,4 @@
-"""How fast the compactor builds a whole import's memory with an instant model (issue 29).
+"""How fast the compactor builds a whole import's memory with an instant model (docs/benchmarks.md).
 
 What a new host does, timed: `eva import` of a chat's history, then `eva compact --chat X
 --until-idle --fake-model`, each as its own process on a fresh embedded database. The fake

@@ -44,7 +44,7 @@ class PlannedTask:
     last_at: datetime | None
     # UTF-8 bytes of ``before`` with a newline each: the planner knows it from its prefix sums;
     # the call plan sorts and tiers by it (summing ~4,700 lines per task cost more than the
-    # model on an import: issue 29).
+    # model on an import: docs/benchmarks.md).
     before_bytes: int = -1
 
     def __post_init__(self) -> None:

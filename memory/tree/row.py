@@ -170,7 +170,7 @@ class BatchState:
     is what a new plan_batch over ``parts`` would do (the order of merges depends only on the
     row and ``total``), without the row-long build: after an import the staged row holds every
     imported leaf (~100,000), and building its heap again at every pass made planning cost
-    row x passes (issue 29)."""
+    row x passes (docs/benchmarks.md, compaction speed)."""
 
     def __init__(self, parts: Sequence[Node], total: int, size: int) -> None:
         self.row = _LinkedRow(parts, total)

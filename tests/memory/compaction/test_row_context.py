@@ -1,5 +1,5 @@
 """The planner's lines before a task, found by a binary search on the row's coverage
-(RowContext), against the walk from the row's first line that it replaced (issue 29): the
+(RowContext), against the walk from the row's first line that it replaced (docs/benchmarks.md): the
 same lines for every node, whatever is built, erased or out of the row."""
 
 from __future__ import annotations
