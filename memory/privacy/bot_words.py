@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memory.privacy.rebuild import drop_lines_over, lock_rows
 from memory.storage.log import tail_line_bytes
-from memory.storage.models import Chat, MemoryRow, Message
-from memory.storage.tree_nodes import delete_covering
+from memory.storage.models import Message
 from memory.text.mentions import redact_names
 
 # A quote is a run of five words of P's message in the bot's (about a clause: "my flat is on
@@ -145,17 +145,7 @@ async def redact_bot_messages(
     chats = sorted(set((await session.scalars(select(Message.chat_id).where(*holding))).all()))
     if not chats:
         return 0, 0
-    states = {  # memory rows first, in chat order, as every erasure and edit takes them
-        state.chat_id: state
-        for state in (
-            await session.scalars(
-                select(MemoryRow)
-                .where(MemoryRow.chat_id.in_(chats))
-                .order_by(MemoryRow.chat_id)
-                .with_for_update()
-            )
-        ).all()
-    }
+    states = await lock_rows(session, chats)
     rows = (
         await session.scalars(
             select(Message).where(*holding).order_by(Message.chat_id, Message.idx).with_for_update()
@@ -170,15 +160,5 @@ async def redact_bot_messages(
         m.text, m.attachments = text, files or None
         m.line_bytes = tail_line_bytes(m.idx, m.author_name, text)
         changed.setdefault(m.chat_id, []).append(m.idx)
-    lines = 0
-    for chat_id, indexes in changed.items():
-        total = int(await session.scalar(select(Chat.next_index).where(Chat.id == chat_id)) or 0)
-        deleted = await delete_covering(session, chat_id, indexes, max(total, 1).bit_length())
-        lines += deleted
-        state = states.get(chat_id)
-        if state is not None:
-            state.version += 1  # a compactor call in flight must not write a line with the name
-            if deleted:
-                state.needs_repair = True
-                state.staged_ready = False
+    lines = await drop_lines_over(session, changed, states)
     return sum(len(indexes) for indexes in changed.values()), lines

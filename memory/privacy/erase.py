@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from memory.privacy.bot_words import bot_quotes, bot_replies, redact_bot_messages
 from memory.privacy.mention_erasure import person_names, scrub_mentions
+from memory.privacy.rebuild import drop_lines_over
 from memory.storage.log import stored_words, tail_line_bytes
 from memory.storage.models import Chat, MemoryRow, Message, TreeNode
 from memory.storage.tree_nodes import NodeWrite, delete_covering, insert_nodes
@@ -260,16 +261,9 @@ async def edit_message(
     if words.text == m.text or (was_sealed and m.is_bot and same_but_redacted(m.text or "", words.text)):
         return 0
     m.mention_ids, m.mention_names = words.mention_ids, words.mention_names
-    total = int(await session.scalar(select(Chat.next_index).where(Chat.id == chat_id)) or 0)
     m.text, m.attachments, m.edited_at = words.text, words.attachments, edited_at
     m.line_bytes = tail_line_bytes(m.idx, m.author_name, words.text)
-    deleted = await delete_covering(session, chat_id, [m.idx], _max_level(total))
-    if state is not None:
-        state.version += 1
-        if deleted:
-            state.needs_repair = True
-            state.staged_ready = False
-    return deleted
+    return await drop_lines_over(session, {chat_id: [m.idx]}, {chat_id: state} if state else {})
 
 
 # The tables whose old row versions can hold message text (messages, nodes) or a channel's

@@ -20,9 +20,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import BigInteger
 
+from memory.privacy.rebuild import drop_lines_over, lock_rows
 from memory.storage.log import tail_line_bytes
-from memory.storage.models import Chat, MemoryRow, Message
-from memory.storage.tree_nodes import delete_covering
+from memory.storage.models import Message
 from memory.text.mentions import scrub_person
 
 
@@ -37,18 +37,7 @@ async def scrub_mentions(session: AsyncSession, chat_ids: Iterable[int], person:
     chats = sorted(set((await session.scalars(select(Message.chat_id).where(*mentioning))).all()))
     if not chats:
         return 0, 0
-    # Memory rows first, in chat order, as every erasure and edit takes them: no deadlock.
-    states = {
-        state.chat_id: state
-        for state in (
-            await session.scalars(
-                select(MemoryRow)
-                .where(MemoryRow.chat_id.in_(chats))
-                .order_by(MemoryRow.chat_id)
-                .with_for_update()
-            )
-        ).all()
-    }
+    states = await lock_rows(session, chats)
     rows = list(
         (
             await session.scalars(
@@ -67,17 +56,7 @@ async def scrub_mentions(session: AsyncSession, chat_ids: Iterable[int], person:
             m.text = text
             m.line_bytes = tail_line_bytes(m.idx, m.author_name, text)
         changed.setdefault(m.chat_id, []).append(m.idx)
-    lines = 0
-    for chat_id, indexes in changed.items():
-        total = int(await session.scalar(select(Chat.next_index).where(Chat.id == chat_id)) or 0)
-        deleted = await delete_covering(session, chat_id, indexes, max(total, 1).bit_length())
-        lines += deleted
-        state = states.get(chat_id)
-        if state is not None:
-            state.version += 1  # a compactor call in flight must not write a line with the name
-            if deleted:
-                state.needs_repair = True
-                state.staged_ready = False
+    lines = await drop_lines_over(session, changed, states)
     return len(rows), lines
 
 
