@@ -26,7 +26,7 @@ from memory.config import MemoryConfig
 from memory.storage.log import keep_boundary, range_bytes, read_range
 from memory.storage.models import Chat, MemoryRow, Message
 from memory.storage.tree_nodes import NodeRecord, NodeWrite, insert_nodes
-from memory.tree.node import Node, children, free_leaf, free_merge, parent, utf8_len
+from memory.tree.node import Node, children, free_leaf, free_merge, nodes_of, parent, utf8_len
 from memory.tree.row import check_tiling, plan_batch
 from memory.tree.swap import should_arm, swap_reason
 
@@ -63,16 +63,10 @@ class Plan:
     free_built: int = 0
 
 
-# A staged row is read and written at every pass, and after an import it holds every imported
-# leaf (103,683 for #ubuntu): both directions go through C (map, json) rather than a
-# comprehension per pair, which was a third of a pass.
-def _parts(value: Sequence[Sequence[int]] | None) -> list[Node]:
-    return list(map(tuple, value or ()))  # type: ignore[arg-type]  # JSON pairs: [level, index]
-
-
 def _json(parts: Sequence[Node]) -> list[list[int]]:
-    # Tuples are written as JSON arrays, [[level, index], ...], like lists: the column's type
-    # says lists because that is what it reads back.
+    # Tuples are written as JSON arrays, [[level, index], ...], like lists (json encodes them
+    # in C: a staged row after an import holds every imported leaf); the column's type says
+    # lists because that is what it reads back.
     return cast(list[list[int]], list(parts))
 
 
@@ -306,9 +300,9 @@ async def _repair_rows(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> No
     """After an erasure or edit: rebuild what it deleted under the shown and the staged row."""
     if not state.needs_repair:
         return
-    whole = await planner.repair(_parts(state.shown), plan)
+    whole = await planner.repair(nodes_of(state.shown), plan)
     if state.staged is not None:
-        whole = await planner.repair(_parts(state.staged), plan) and whole
+        whole = await planner.repair(nodes_of(state.staged), plan) and whole
     state.needs_repair = not whole
 
 
@@ -321,40 +315,44 @@ async def _arm(planner: ChatPlanner, state: MemoryRow, total: int) -> bool:
     keep_from = await keep_boundary(planner.s, planner.chat_id, state.boundary, total, planner.cfg.tail_keep)
     if keep_from <= state.boundary:
         return False
-    state.staged = _json(_parts(state.shown) + [(0, i) for i in range(state.boundary, keep_from)])
+    state.staged = _json(nodes_of(state.shown) + [(0, i) for i in range(state.boundary, keep_from)])
     state.staged_boundary, state.batch_target, state.staged_ready = keep_from, None, False
     return True
 
 
 async def _build_staged(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> bool:
     """Build the staged row's leaves, then its batch merge; True when it is ready to swap in."""
-    if not state.staged_ready and await _staged_leaves_built(planner, state, plan):
-        await _batch_when_over(planner, state, plan)
-        state.staged_ready = state.batch_target is None and not state.needs_repair
+    if not state.staged_ready:
+        staged = await _staged_leaves_built(planner, state, plan)
+        if staged is not None:
+            await _batch_when_over(planner, state, staged, plan)
+            state.staged_ready = state.batch_target is None and not state.needs_repair
     return bool(state.staged_ready)
 
 
-async def _staged_leaves_built(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> bool:
-    """Build the staged row's unbuilt leaves (free ones now, the rest as tasks); True when
-    every part of the staged row is built. A missing parent is the repair's work."""
-    cache, staged = planner.cache, _parts(state.staged)
+async def _staged_leaves_built(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> list[Node] | None:
+    """Build the staged row's unbuilt leaves (free ones now, the rest as tasks); its parts when
+    every one is built, else None. A missing parent is the repair's work."""
+    cache, staged = planner.cache, nodes_of(state.staged)
     await cache.load(planner.s, staged)
     unbuilt = [p for p in staged if cache.get(p) is None]
     if unbuilt and all(p[0] == 0 for p in unbuilt):
         await planner.leaves(staged, unbuilt, plan)
         unbuilt = [p for p in staged if cache.get(p) is None]
-    return not unbuilt
+    return None if unbuilt else staged
 
 
-async def _batch_when_over(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> None:
+async def _batch_when_over(planner: ChatPlanner, state: MemoryRow, staged: list[Node], plan: Plan) -> None:
     """A staged row over VIEW_HIGH is merged down towards VIEW_LOW, as far as built parents allow."""
-    staged, staged_end = _parts(state.staged), int(state.staged_boundary or 0)
-    size = sum(planner.cache.line_bytes(p) or 0 for p in staged)
-    if state.batch_target is None and size > planner.cfg.view_high:
+    staged_end = int(state.staged_boundary or 0)
+    if (
+        state.batch_target is None
+        and sum(planner.cache.line_bytes(p) or 0 for p in staged) > planner.cfg.view_high
+    ):
         state.batch_target = planner.cfg.view_low
     if state.batch_target is None:
         return
-    armed = _parts(state.shown) + [(0, i) for i in range(int(state.boundary), staged_end)]
+    armed = nodes_of(state.shown) + [(0, i) for i in range(int(state.boundary), staged_end)]
     staged, ended = await planner.batch(staged, staged_end, state.batch_target, plan, armed)
     state.staged = _json(staged)
     if ended:
@@ -378,7 +376,7 @@ async def _swap_when_due(
 def _swap(state: MemoryRow, now: datetime, plan: Plan, *, forced: bool, by_caller: bool) -> None:
     """The staged row becomes the shown row, in a new version (a swap the caller forced is
     not counted as forced by the tail)."""
-    staged, staged_end = _parts(state.staged), int(state.staged_boundary or 0)
+    staged, staged_end = nodes_of(state.staged), int(state.staged_boundary or 0)
     check_tiling(staged, staged_end)
     state.shown, state.boundary = _json(staged), staged_end
     state.staged = state.staged_boundary = None

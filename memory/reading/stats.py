@@ -21,7 +21,7 @@ from memory.storage.chats import get_chat
 from memory.storage.log import range_bytes
 from memory.storage.models import Chat, MemoryRow, Message, TreeNode
 from memory.storage.tree_nodes import fetch
-from memory.tree.node import Node, address, end, node_for, start
+from memory.tree.node import address, end, node_for, nodes_of, start
 from memory.tree.render import LineInfo, date_span, row_line, row_line_bytes
 
 AUTHORS_SHOWN = 20  # a node over a busy month has hundreds of authors; name the most active
@@ -81,10 +81,6 @@ class ChatStats:
         return f"the next row is ready: it swaps in after quiet at {quiet}, {forced}"
 
 
-def _parts(value: list[list[int]] | None) -> list[Node]:
-    return [(int(level), int(index)) for level, index in (value or [])]
-
-
 @dataclass(frozen=True, slots=True)
 class _ShownRow:
     boundary: int  # B: first message of the raw tail
@@ -118,7 +114,7 @@ async def chat_stats(
 
 async def _shown_row(session: AsyncSession, chat: Chat, state: MemoryRow | None) -> _ShownRow:
     """The row a prompt shows (its built lines' bytes) and the raw tail after it."""
-    shown = _parts(state.shown if state else None)
+    shown = nodes_of(state.shown if state else None)
     boundary = int(state.boundary) if state else 0
     built = await fetch(session, chat.id, shown)
     row_bytes = sum(row_line_bytes(record.info(), chat.timezone) for record in built.values())
