@@ -35,9 +35,9 @@ from pathlib import Path
 
 from memory import (
     ChatKey,
-    EmbeddedPostgres,
     NewMessage,
     build,
+    fresh_database,
     make_engine,
     make_sessions,
     migrate,
@@ -120,8 +120,8 @@ def measure(tree: Path, label: str, corpus: Path, messages: int) -> Run:
 async def profile_compaction(corpus: Path, messages: int) -> pstats.Stats:
     """This checkout's compaction of ``messages`` under cProfile, in this process, so that the
     profile holds the compaction only (not the process's start)."""
-    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="eva-compact-profile-")), delete_on_stop=True)
-    engine = make_engine(server.start(database="bench"))
+    url, server = await fresh_database(None, prefix="eva_compact_profile")  # a throwaway embedded server
+    engine = make_engine(url)
     try:
         await migrate.upgrade(engine)
         memory = build(make_sessions(engine), MemoryConfig(), FakeSummarizer())
@@ -137,7 +137,8 @@ async def profile_compaction(corpus: Path, messages: int) -> pstats.Stats:
         return pstats.Stats(profiler)
     finally:
         await engine.dispose()
-        server.stop()
+        if server is not None:
+            server.stop()
 
 
 @contextmanager
