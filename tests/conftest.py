@@ -8,6 +8,7 @@ TEST_DATABASE_URL (a database on it is created for the run and dropped afterward
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -39,6 +41,29 @@ TABLES = (
     "messages",
     "chats",
 )
+
+
+@pytest.fixture(autouse=True)
+def isolated_logging() -> Iterator[None]:
+    """Each test starts with the logging the one before it found. A test that runs a command
+    in-process (bench.logs or bot.log_setup's configure_logging) installs a WARNING filter and
+    new root handlers; left in place, a later test that captures INFO events sees none, and
+    under pytest-randomly's order which test that is changes from run to run."""
+    structlog_config = dict(structlog.get_config())
+    structlog_config["processors"] = list(structlog_config["processors"])
+    root = logging.getLogger()
+    root_handlers, root_level = root.handlers[:], root.level
+    levels = {name: logger.level for name, logger in logging.root.manager.loggerDict.items()
+              if isinstance(logger, logging.Logger)}  # fmt: skip
+    try:
+        yield
+    finally:
+        structlog.configure(**structlog_config)
+        root.handlers[:] = root_handlers
+        root.setLevel(root_level)
+        for name, logger in logging.root.manager.loggerDict.items():
+            if isinstance(logger, logging.Logger):
+                logger.setLevel(levels.get(name, logging.NOTSET))
 
 
 @pytest.fixture(scope="session")
