@@ -90,18 +90,17 @@ def is_run_of(context: Sequence[str], before: Sequence[str]) -> bool:
     size = len(context)
     if not size:
         return True
-    lines = tuple(before)
     head = tuple(context)
-    if lines[:size] == head:
+    if tuple(before[:size]) == head:
         return True
-    first, last_start = head[0], len(lines) - size
+    first, last_start = head[0], len(before) - size
     at = 0
     while at <= last_start:
         try:
-            at = lines.index(first, at, last_start + 1)
+            at = before.index(first, at, last_start + 1)
         except ValueError:
             return False
-        if lines[at : at + size] == head:
+        if tuple(before[at : at + size]) == head:
             return True
         at += 1
     return False

@@ -12,8 +12,9 @@ and only extended (docs/benchmarks.md: 55 messages/s on #ubuntu before, 409 afte
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
+from typing import overload
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -75,11 +76,55 @@ class RowContext:
                 self.sums.append(self.sums[-1] + utf8_len(line) + 1)
             self.counts.append(len(self.lines))
 
-    def before(self, node: Node) -> tuple[tuple[str, ...], int]:
+    def before(self, node: Node) -> tuple[LinesBefore, int]:
         """The lines wholly before ``node``'s first message (by coverage, not by a position: a
         merge whose children are not row parts yet has no position in the row), and their bytes."""
         taken = self.counts[bisect_right(self.ends, start(node))]
-        return tuple(self.lines[:taken]), self.sums[taken]
+        return LinesBefore(self.lines, taken), self.sums[taken]
+
+
+class LinesBefore(Sequence[str]):
+    """The first ``count`` lines of a row's context, not copied: a task's lines before are up to
+    the whole row (100,000 lines after an import), and a copy for every task was row x tasks.
+    The lines are only ever appended to (RowContext.grow), so the prefix never changes."""
+
+    __slots__ = ("_count", "_lines")
+
+    def __init__(self, lines: list[str], count: int) -> None:
+        self._lines, self._count = lines, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, k: int | slice) -> str | tuple[str, ...]:
+        if isinstance(k, slice):
+            first, stop, step = k.indices(self._count)
+            return tuple(self._lines[first:stop:step])
+        if not -self._count <= k < self._count:
+            raise IndexError("line out of range")
+        return self._lines[k % self._count]
+
+    def index(self, value: object, first: int = 0, stop: int | None = None) -> int:
+        """Where ``value`` first is, searched in C (list.index) within the prefix."""
+        bound = self._count if stop is None else min(stop, self._count)
+        return self._lines.index(value, first, bound)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        return islice(self._lines, self._count)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LinesBefore | tuple | list):
+            return len(other) == self._count and tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
 
 
 class NodeCache:
@@ -138,7 +183,11 @@ class NodeCache:
             return
         await self.load(session, row)
         if all(node in self.records for node in row):
-            self._whole = [row, *self._whole[:3]]
+            self.whole(row)
+
+    def whole(self, row: Sequence[Node]) -> None:
+        """Note that every part of ``row`` is built (a batch's row: it merges built parents only)."""
+        self._whole = [row, *self._whole[:3]]
 
     async def load(self, session: AsyncSession, nodes: Iterable[Node]) -> None:
         wanted = set(nodes) - self.records.keys() - self.unbuilt  # set operations: rows are long

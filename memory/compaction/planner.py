@@ -40,7 +40,7 @@ class PlannedTask:
     # unbuilt one (no placeholder reaches the model). The call's context is a run of these:
     # memory/compaction/call_plan.py picks one context per call that holds only lines before every
     # task's input.
-    before: tuple[str, ...]
+    before: Sequence[str]
     first_at: datetime | None
     last_at: datetime | None
     # UTF-8 bytes of ``before`` with a newline each: the planner knows it from its prefix sums;
@@ -107,7 +107,7 @@ class ChatPlanner:
         self.writes = []
         return built
 
-    def _context(self, row: Sequence[Node], node: Node) -> tuple[tuple[str, ...], int]:
+    def _context(self, row: Sequence[Node], node: Node) -> tuple[Sequence[str], int]:
         """The row's built lines before ``node`` and their bytes (RowContext.before)."""
         return self.cache.context_of(row).before(node)
 
@@ -365,6 +365,7 @@ async def _batch_when_over(planner: ChatPlanner, state: MemoryRow, staged: list[
     if staged != planner.staged:  # most passes merge little or nothing: no row-long write then
         planner.set_staged(state, staged)
     planner.staged = staged  # the list the batch stands on: found by identity next pass
+    planner.cache.whole(staged)
     if ended:
         state.batch_target = None
         plan.batched = True
