@@ -1,6 +1,7 @@
 """The staged row's parts a compactor keeps between its passes (memory/compaction/staged_row.py):
 used only while the row is the version this process wrote, read again after any other write;
-two compactors on one chat, one of them stale."""
+two compactors on one chat, one of them stale; and the nodes a worker saw unbuilt, trusted only
+within its hold of the chat's lock."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.compaction.compactor import Compactor
 from memory.compaction.node_cache import NodeCache
+from memory.compaction.planner import plan_chat
 from memory.compaction.staged_row import lock_row
 from memory.fakes.summarizer import FakeSummarizer
 from memory.storage.models import MemoryRow
+from memory.storage.tree_nodes import NodeWrite, insert_nodes
 from memory.tree.row import is_tiling
 from tests.memory.helpers import SMALL, make_engine, message, new_chat
 
@@ -106,3 +109,26 @@ async def test_a_stale_compactor_plans_on_the_staged_row_another_one_armed(sessi
         shown = [(a, b) for a, b in row.shown]
     assert is_tiling(shown, row.boundary)
     assert shown[: len(staged)] == staged or is_tiling(shown, row.boundary)
+
+
+async def test_what_a_worker_saw_unbuilt_is_looked_up_again_in_its_next_hold(sessions: Sessions) -> None:
+    """Within one hold of the chat's lock only this worker builds the chat's nodes, so what it
+    saw unbuilt stays unbuilt; between holds another worker may have built it."""
+    engine, _, clock = make_engine(sessions)
+    chat = await new_chat(engine)
+    for k in range(12):
+        await engine.append(chat, message(k, "word " * 150 + str(k)))  # 750 bytes: the model's
+    cache = NodeCache(chat, "UTC")
+    async with sessions() as s, s.begin():
+        first = await plan_chat(s, SMALL, cache, clock.now(), busy=set(), blocked=set())
+    planned = {t.node for t in first.tasks}
+    assert planned
+    async with sessions() as s, s.begin():  # another worker, in its own hold, builds them
+        writes = [
+            NodeWrite(t.node, "built elsewhere", t.first_at, t.last_at, by_model=True) for t in first.tasks
+        ]
+        await insert_nodes(s, chat, writes)
+    cache.begin_hold()
+    async with sessions() as s, s.begin():
+        again = await plan_chat(s, SMALL, cache, clock.now(), busy=set(), blocked=set())
+    assert not planned & {t.node for t in again.tasks}
