@@ -132,3 +132,25 @@ async def test_what_a_worker_saw_unbuilt_is_looked_up_again_in_its_next_hold(ses
     async with sessions() as s, s.begin():
         again = await plan_chat(s, SMALL, cache, clock.now(), busy=set(), blocked=set())
     assert not planned & {t.node for t in again.tasks}
+
+
+async def test_a_compactor_looks_again_at_what_it_saw_unbuilt_when_it_takes_the_lock_again(
+    sessions: Sessions,
+) -> None:
+    engine, _, clock = make_engine(sessions)
+    chat = await new_chat(engine)
+    for k in range(12):
+        await engine.append(chat, message(k, "word " * 150 + str(k)))
+    worker = Compactor(sessions, SMALL, FakeSummarizer(node_bytes=SMALL.node_bytes, fail_rate=1.0), clock)
+    report = await worker.run(chat)  # every call fails: the leaves wait for their retry
+    assert report.failed_calls and not report.model_nodes
+    leaves = [(0, k) for k in range(12)]
+    async with sessions() as s, s.begin():  # meanwhile another worker builds them
+        await insert_nodes(
+            s, chat, [NodeWrite(leaf, "built elsewhere", None, None, by_model=True) for leaf in leaves]
+        )
+    answering = FakeSummarizer(node_bytes=SMALL.node_bytes)
+    worker.summarizer = answering
+    clock.advance(SMALL.retry_seconds + 1)
+    await worker.run(chat)
+    assert not set(leaves) & set(answering.builds)
