@@ -6,11 +6,11 @@ summarizer answers at once, so the figure is the compactor's own cost: planning,
 writing the tree. It prints messages compacted per second, and the top entries of a profile of
 the same compaction on a smaller import, so that the next regression shows where it is.
 
-    .venv/bin/python -m bench.compact_speed [--messages 100000] [--against REF] [--json]
+    .venv/bin/python -m bench.compact_speed [--messages 100000] [--against REF ...] [--json]
 
-``--against REF`` runs the same two commands on a checkout of REF (a git worktree in a
-temporary folder, with this interpreter), one after the other on the same file, and prints the
-ratio. More messages than the corpus holds are made by repeating it, each copy moved past the
+``--against REF`` (again for more refs) runs the same two commands on a checkout of REF (a git
+worktree in a temporary folder, with this interpreter), one after the other on the same file,
+and prints the ratio. More messages than the corpus holds are made by repeating it, each copy moved past the
 one before (ids and dates), as the scale benchmark does.
 """
 
@@ -23,6 +23,7 @@ import itertools
 import json
 import os
 import pstats
+import resource
 import subprocess
 import sys
 import tempfile
@@ -58,7 +59,10 @@ class Run:
     messages: int
     import_seconds: float
     compact_seconds: float
-    summary: str  # what `eva compact` printed: calls, lines written, swaps
+    summary: str
+    # CPU seconds of the `eva compact` process itself (not the database server's): on a shared
+    # machine the wall seconds count other people's work too, these do not.
+    compact_cpu_seconds: float = 0.0  # what `eva compact` printed: calls, lines written, swaps
 
     @property
     def per_second(self) -> float:
@@ -91,8 +95,8 @@ def write_corpus(source: Path, messages: int, into: Path) -> int:
     return written
 
 
-def eva(tree: Path, data_dir: Path, *args: str) -> tuple[float, str]:
-    """One `eva` command of the checkout ``tree``; its wall seconds and standard output."""
+def eva(tree: Path, data_dir: Path, *args: str) -> tuple[float, str, float]:
+    """One `eva` command of the checkout ``tree``; its wall seconds, standard output and CPU seconds."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -100,21 +104,28 @@ def eva(tree: Path, data_dir: Path, *args: str) -> tuple[float, str]:
     }
     env |= {"DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING", "PYTHONPATH": str(tree)}
     command = [sys.executable, "-m", "bot.cli", *args]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _children_cpu()
     # cwd: an empty folder, so that no .env of the developer's is read.
     done = subprocess.run(command, cwd=data_dir, env=env, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"eva {args[0]} failed in {tree} ({done.returncode}): {done.stderr.strip()[-400:]}")
-    return seconds, done.stdout.strip()
+    return seconds, done.stdout.strip(), cpu
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def measure(tree: Path, label: str, corpus: Path, messages: int) -> Run:
     with tempfile.TemporaryDirectory(prefix="eva-compact-speed-") as folder:
         data_dir = Path(folder)
-        imported, _ = eva(tree, data_dir, "import", str(corpus), "--chat", CHAT)
-        compacted, summary = eva(tree, data_dir, "compact", "--chat", CHAT, "--until-idle", "--fake-model")
-    return Run(label, messages, round(imported, 1), round(compacted, 1), summary)
+        imported, _, _ = eva(tree, data_dir, "import", str(corpus), "--chat", CHAT)
+        compacted, summary, cpu = eva(
+            tree, data_dir, "compact", "--chat", CHAT, "--until-idle", "--fake-model"
+        )
+    return Run(label, messages, round(imported, 1), round(compacted, 1), summary, round(cpu, 1))
 
 
 async def profile_compaction(corpus: Path, messages: int) -> pstats.Stats:
@@ -154,6 +165,14 @@ def checkout(ref: str) -> Iterator[Path]:
                        capture_output=True)  # fmt: skip
 
 
+def described(run: Run) -> str:
+    return (
+        f"{run.tree}: {run.messages:,} messages imported in {run.import_seconds:.1f} s, compacted in "
+        f"{run.compact_seconds:.1f} s = {run.per_second:,.0f} messages/s, "
+        f"{run.compact_cpu_seconds:.1f} CPU s ({run.summary})"
+    )
+
+
 def profile_top(stats: pstats.Stats, top: int = PROFILE_TOP) -> list[str]:
     """The profile's entries with the most time of their own, as `file:line(function)  seconds`."""
     rows = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)  # type: ignore[attr-defined]
@@ -171,7 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--messages", type=int, default=100_000, help="messages to import and compact")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="a JSONL export (default: #ubuntu)")
-    parser.add_argument("--against", metavar="REF", help="measure this git ref too, on the same file")
+    parser.add_argument("--against", metavar="REF", action="append", default=[],
+                        help="measure this git ref too, on the same file (may be given again)")  # fmt: skip
     parser.add_argument("--profile-messages", type=int, default=10_000,
                         help="messages of the profiled run (0: none)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON object instead of text")
@@ -183,9 +203,13 @@ def main(argv: list[str] | None = None) -> None:
         corpus = Path(folder) / "chat.jsonl"
         messages = write_corpus(args.corpus, args.messages, corpus)
         runs = [measure(REPO, "this checkout", corpus, messages)]
-        if args.against:
-            with checkout(args.against) as tree:
-                runs.append(measure(tree, args.against, corpus, messages))
+        if not args.json:
+            print(described(runs[0]), flush=True)  # each as it ends: the old code's runs are long
+        for ref in args.against:
+            with checkout(ref) as tree:
+                runs.append(measure(tree, ref, corpus, messages))
+            if not args.json:
+                print(described(runs[-1]), flush=True)
         top: list[str] = []
         if args.profile_messages:
             top = profile_top(asyncio.run(profile_compaction(corpus, min(args.profile_messages, messages))))
@@ -195,14 +219,9 @@ def main(argv: list[str] | None = None) -> None:
         profiled = {"profile_messages": args.profile_messages, "profile_top": top}
         print(json.dumps({"runs": figures, **profiled}, indent=2))
         return
-    for run in runs:
-        print(
-            f"{run.tree}: {run.messages:,} messages imported in {run.import_seconds:.1f} s, compacted in "
-            f"{run.compact_seconds:.1f} s = {run.per_second:,.0f} messages/s ({run.summary})"
-        )
-    if len(runs) == 2:
-        ratio = runs[0].per_second / max(runs[1].per_second, 1e-9)
-        print(f"ratio: {ratio:.1f}x the messages per second of {runs[1].tree}")
+    for other in runs[1:]:
+        ratio = runs[0].per_second / max(other.per_second, 1e-9)
+        print(f"ratio: {ratio:.1f}x the messages per second of {other.tree}")
     if top:
         shown = min(args.profile_messages, messages)
         print(f"profile of the compaction of {shown:,} messages (cProfile, in process, by own time):")

@@ -83,14 +83,34 @@ def run_end(context: Sequence[str], before: Sequence[str]) -> int | None:
 
 
 def is_run_of(context: Sequence[str], before: Sequence[str]) -> bool:
-    return run_end(context, before) is not None
+    """Whether ``context`` is a contiguous run of ``before`` (run_end is not None). Looked at
+    where a shared context usually lies first, the start of the row (first_lines), then at
+    each place its first line recurs, found by the tuple's own search in C: run_end's walk
+    from the end in Python cost ~1,700 steps a task on a 30,000-message import (8 s of 80)."""
+    size = len(context)
+    if not size:
+        return True
+    head = tuple(context)
+    if tuple(before[:size]) == head:
+        return True
+    first, last_start = head[0], len(before) - size
+    at = 0
+    while at <= last_start:
+        try:
+            at = before.index(first, at, last_start + 1)
+        except ValueError:
+            return False
+        if tuple(before[at : at + size]) == head:
+            return True
+        at += 1
+    return False
 
 
 def _usable_sticky(sticky: Sequence[str], before: Sequence[str]) -> bool:
     """The sticky context still lies, whole and in order, in the lines before the task. However
     far behind the task it ends: another write costs more than a nearer context is worth (the
     lines right before the input are in the input's own stretch anyway)."""
-    return bool(sticky) and run_end(sticky, before) is not None
+    return bool(sticky) and is_run_of(sticky, before)
 
 
 def context_tier(before_bytes: int, min_context_bytes: int, max_tier: int = 1) -> int:

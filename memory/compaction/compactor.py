@@ -148,6 +148,8 @@ class Compactor:
             if not got:
                 total.skipped = True
                 return total
+            if chat_id in self._caches:
+                self._caches[chat_id].begin_hold()
             while True:
                 tasks, waiting, version, report = await self._plan(chat_id, set(), force_swap)
                 total.free_nodes += report.free_nodes

@@ -12,12 +12,14 @@ and only extended (docs/benchmarks.md: 55 messages/s on #ubuntu before, 409 afte
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
+from typing import overload
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.storage.tree_nodes import NodeRecord, fetch
-from memory.tree.node import Node, end, start, utf8_len
+from memory.tree.node import Node, children, end, parent, start, utf8_len
 from memory.tree.render import bare_text, row_line_bytes
 from memory.tree.row import BatchState
 
@@ -74,11 +76,55 @@ class RowContext:
                 self.sums.append(self.sums[-1] + utf8_len(line) + 1)
             self.counts.append(len(self.lines))
 
-    def before(self, node: Node) -> tuple[tuple[str, ...], int]:
+    def before(self, node: Node) -> tuple[LinesBefore, int]:
         """The lines wholly before ``node``'s first message (by coverage, not by a position: a
         merge whose children are not row parts yet has no position in the row), and their bytes."""
         taken = self.counts[bisect_right(self.ends, start(node))]
-        return tuple(self.lines[:taken]), self.sums[taken]
+        return LinesBefore(self.lines, taken), self.sums[taken]
+
+
+class LinesBefore(Sequence[str]):
+    """The first ``count`` lines of a row's context, not copied: a task's lines before are up to
+    the whole row (100,000 lines after an import), and a copy for every task was row x tasks.
+    The lines are only ever appended to (RowContext.grow), so the prefix never changes."""
+
+    __slots__ = ("_count", "_lines")
+
+    def __init__(self, lines: list[str], count: int) -> None:
+        self._lines, self._count = lines, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, k: int | slice) -> str | tuple[str, ...]:
+        if isinstance(k, slice):
+            first, stop, step = k.indices(self._count)
+            return tuple(self._lines[first:stop:step])
+        if not -self._count <= k < self._count:
+            raise IndexError("line out of range")
+        return self._lines[k % self._count]
+
+    def index(self, value: object, first: int = 0, stop: int | None = None) -> int:
+        """Where ``value`` first is, searched in C (list.index) within the prefix."""
+        bound = self._count if stop is None else min(stop, self._count)
+        return self._lines.index(value, first, bound)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        return islice(self._lines, self._count)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LinesBefore | tuple | list):
+            return len(other) == self._count and tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
 
 
 class NodeCache:
@@ -94,8 +140,16 @@ class NodeCache:
         self.epoch = 0  # bumped when records are dropped: a context of an older epoch is stale
         self.contexts: list[RowContext] = []
         self.batch: BatchState | None = None  # the batch plan_batch stopped, to go on from
+        # The staged row's parts as the last pass of this process left them, with the xmin of
+        # the row version that pass wrote (memory/compaction/staged_row.py).
+        self.staged: tuple[str, list[Node] | None] | None = None
+        self._whole: list[Sequence[Node]] = []  # rows whose every part is built, by identity
+        self._armed: tuple[tuple[int, int, int], list[Node]] | None = None
+        self.pairs = PairParents()
 
     def reset(self, version: int) -> None:
+        """Forget what an erasure or edit may have changed: everything, when the row's version
+        moved; nodes are never unbuilt otherwise."""
         if version != self.version:
             self.version = version
             self.records.clear()
@@ -103,7 +157,37 @@ class NodeCache:
             self.epoch += 1
             self.contexts.clear()
             self.batch = None
+            self._whole.clear()
+            self._armed = None
+            self.begin_hold()
+
+    def begin_hold(self) -> None:
+        """A new hold of the chat's lock: while this process held none, another worker may have
+        built what was seen unbuilt. Within one hold only this process builds the chat's nodes
+        (and adds them here), so what it saw unbuilt stays unbuilt."""
         self.unbuilt.clear()
+        self.pairs = PairParents()
+
+    def armed(self, shown: list[Node], boundary: int, staged_end: int) -> list[Node]:
+        """The row as the staged row was armed: the shown parts, then the leaves up to the staged
+        boundary. Kept while the version holds (a swap or an erasure moves it), so that the row's
+        context is found by identity, not rebuilt and compared at every pass."""
+        key = (len(shown), boundary, staged_end)
+        if self._armed is None or self._armed[0] != key:
+            self._armed = (key, shown + [(0, i) for i in range(boundary, staged_end)])
+        return self._armed[1]
+
+    async def load_row(self, session: AsyncSession, row: Sequence[Node]) -> None:
+        """load(row), skipped for a row already seen whole (records are only added to)."""
+        if any(row is whole for whole in self._whole):
+            return
+        await self.load(session, row)
+        if all(node in self.records for node in row):
+            self.whole(row)
+
+    def whole(self, row: Sequence[Node]) -> None:
+        """Note that every part of ``row`` is built (a batch's row: it merges built parents only)."""
+        self._whole = [row, *self._whole[:3]]
 
     async def load(self, session: AsyncSession, nodes: Iterable[Node]) -> None:
         wanted = set(nodes) - self.records.keys() - self.unbuilt  # set operations: rows are long
@@ -143,3 +227,43 @@ class NodeCache:
             self.contexts = [context, *self.contexts[: KEPT_CONTEXTS - 1]]
         context.grow(self)
         return context
+
+
+class PairParents:
+    """The parents of a row's adjacent same-level parts (what a batch asks about first), listed
+    once for a row and then only for the pairs its merges make: listing them at every pass was
+    a walk of the whole row (100,000 parts after an import)."""
+
+    def __init__(self) -> None:
+        self.row: Sequence[Node] | None = None  # the row whose pair parents were handed out
+        self._parts: set[Node] = set()
+        self._due: list[Node] = []  # pair parents the merges since made, not handed out yet
+
+    def new(self, row: Sequence[Node]) -> list[Node]:
+        """The pair parents of ``row`` not handed out before."""
+        if row is self.row:
+            due, self._due = self._due, []
+            return due
+        self.row, self._parts, self._due = row, set(row), []
+        return [
+            parent(left)
+            for left, right in zip(row, islice(row, 1, None), strict=False)
+            if left[0] == right[0]
+        ]
+
+    def moved(self, before: Sequence[Node], after: Sequence[Node], merged: Sequence[Node]) -> None:
+        """``after`` is ``before`` with the parents ``merged`` made (in order): note the pairs
+        they made with their neighbours."""
+        if before is not self.row:
+            return
+        for node in merged:
+            self._parts.difference_update(children(node))
+            self._parts.add(node)
+        for level, index in merged:
+            if (level, index) not in self._parts:
+                continue  # merged again later
+            if (level, index - 1) in self._parts:
+                self._due.append(parent((level, index - 1)))
+            if (level, index + 1) in self._parts:
+                self._due.append(parent((level, index)))
+        self.row = after

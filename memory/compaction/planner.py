@@ -21,12 +21,13 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.compaction.node_cache import NodeCache
+from memory.compaction.staged_row import keep_staged, lock_row, write_staged
 from memory.compaction.summarizer import CompactTask
 from memory.config import MemoryConfig
 from memory.storage.log import keep_boundary, range_bytes, read_range
 from memory.storage.models import Chat, MemoryRow, Message
 from memory.storage.tree_nodes import NodeRecord, NodeWrite, insert_nodes
-from memory.tree.node import Node, children, free_leaf, free_merge, nodes_of, parent, utf8_len
+from memory.tree.node import Node, children, free_leaf, free_merge, nodes_of, utf8_len
 from memory.tree.row import check_tiling, plan_batch
 from memory.tree.swap import should_arm, swap_reason
 
@@ -39,7 +40,7 @@ class PlannedTask:
     # unbuilt one (no placeholder reaches the model). The call's context is a run of these:
     # memory/compaction/call_plan.py picks one context per call that holds only lines before every
     # task's input.
-    before: tuple[str, ...]
+    before: Sequence[str]
     first_at: datetime | None
     last_at: datetime | None
     # UTF-8 bytes of ``before`` with a newline each: the planner knows it from its prefix sums;
@@ -87,6 +88,13 @@ class ChatPlanner:
         self.busy, self.blocked = busy, blocked
         self.window = config.jobs * config.tasks_per_call
         self.writes: list[NodeWrite] = []
+        # The staged row's parts (memory/compaction/staged_row.py): read and written through
+        # here, never through the row object, which does not load them.
+        self.staged: list[Node] | None = None
+
+    def set_staged(self, state: MemoryRow, parts: list[Node] | None) -> None:
+        write_staged(state, parts)
+        self.staged = parts
 
     # --- free nodes and tasks
     def _skip(self, node: Node) -> bool:
@@ -99,7 +107,7 @@ class ChatPlanner:
         self.writes = []
         return built
 
-    def _context(self, row: Sequence[Node], node: Node) -> tuple[tuple[str, ...], int]:
+    def _context(self, row: Sequence[Node], node: Node) -> tuple[Sequence[str], int]:
         """The row's built lines before ``node`` and their bytes (RowContext.before)."""
         return self.cache.context_of(row).before(node)
 
@@ -178,10 +186,9 @@ class ChatPlanner:
         Parents the cache has not seen are looked up and the plan is run again; the order of
         merges depends only on the row, so a re-run resumes exactly where it stopped.
         """
-        await self.cache.load(
-            self.s, [parent(row[k]) for k in range(len(row) - 1) if row[k][0] == row[k + 1][0]]
-        )
+        await self.cache.load(self.s, self.cache.pairs.new(row))
         while True:
+            before = row
             result = plan_batch(
                 row,
                 boundary,
@@ -194,6 +201,7 @@ class ChatPlanner:
             )
             self.cache.batch = result.state
             row = result.parts
+            self.cache.pairs.moved(before, row, result.merged)
             if result.done or not result.needed:
                 await self._flush()
                 return row, True
@@ -201,7 +209,7 @@ class ChatPlanner:
             if unseen:
                 await self.cache.load(self.s, unseen + [k for n in unseen for k in children(n)])
                 continue
-            await self.cache.load(self.s, armed)
+            await self.cache.load_row(self.s, armed)
             for needed in result.needed:
                 self.merge(row, needed, plan, armed)
             await self._flush()
@@ -276,16 +284,15 @@ async def plan_chat(
     force_swap: bool = False,
 ) -> Plan:
     """The chat's next steps, under its memory-row lock: free work done, model tasks returned."""
-    state = (
-        await session.execute(select(MemoryRow).where(MemoryRow.chat_id == cache.chat_id).with_for_update())
-    ).scalar_one()
+    state, staged = await lock_row(session, cache)
     chat = (await session.execute(select(Chat).where(Chat.id == cache.chat_id))).scalar_one()
     cache.reset(state.version)
     planner = ChatPlanner(session, config, cache, busy, blocked)
+    planner.staged = staged
     plan = Plan(version=state.version)
     for _round in range(3):  # arm, build, swap; a swap may leave enough tail to arm again
         await _repair_rows(planner, state, plan)
-        if state.staged is None and not await _arm(planner, state, chat.next_index):
+        if planner.staged is None and not await _arm(planner, state, chat.next_index):
             break
         if not await _build_staged(planner, state, plan):
             break
@@ -293,6 +300,7 @@ async def plan_chat(
             break
         cache.reset(state.version)
     state.updated_at = now
+    await keep_staged(session, cache, planner.staged)
     return plan
 
 
@@ -301,8 +309,8 @@ async def _repair_rows(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> No
     if not state.needs_repair:
         return
     whole = await planner.repair(nodes_of(state.shown), plan)
-    if state.staged is not None:
-        whole = await planner.repair(nodes_of(state.staged), plan) and whole
+    if planner.staged is not None:
+        whole = await planner.repair(planner.staged, plan) and whole
     state.needs_repair = not whole
 
 
@@ -315,7 +323,7 @@ async def _arm(planner: ChatPlanner, state: MemoryRow, total: int) -> bool:
     keep_from = await keep_boundary(planner.s, planner.chat_id, state.boundary, total, planner.cfg.tail_keep)
     if keep_from <= state.boundary:
         return False
-    state.staged = _json(nodes_of(state.shown) + [(0, i) for i in range(state.boundary, keep_from)])
+    planner.set_staged(state, nodes_of(state.shown) + [(0, i) for i in range(state.boundary, keep_from)])
     state.staged_boundary, state.batch_target, state.staged_ready = keep_from, None, False
     return True
 
@@ -333,8 +341,8 @@ async def _build_staged(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> b
 async def _staged_leaves_built(planner: ChatPlanner, state: MemoryRow, plan: Plan) -> list[Node] | None:
     """Build the staged row's unbuilt leaves (free ones now, the rest as tasks); its parts when
     every one is built, else None. A missing parent is the repair's work."""
-    cache, staged = planner.cache, nodes_of(state.staged)
-    await cache.load(planner.s, staged)
+    cache, staged = planner.cache, planner.staged or []
+    await cache.load_row(planner.s, staged)
     unbuilt = [p for p in staged if cache.get(p) is None]
     if unbuilt and all(p[0] == 0 for p in unbuilt):
         await planner.leaves(staged, unbuilt, plan)
@@ -352,9 +360,12 @@ async def _batch_when_over(planner: ChatPlanner, state: MemoryRow, staged: list[
         state.batch_target = planner.cfg.view_low
     if state.batch_target is None:
         return
-    armed = nodes_of(state.shown) + [(0, i) for i in range(int(state.boundary), staged_end)]
+    armed = planner.cache.armed(nodes_of(state.shown), int(state.boundary), staged_end)
     staged, ended = await planner.batch(staged, staged_end, state.batch_target, plan, armed)
-    state.staged = _json(staged)
+    if staged != planner.staged:  # most passes merge little or nothing: no row-long write then
+        planner.set_staged(state, staged)
+    planner.staged = staged  # the list the batch stands on: found by identity next pass
+    planner.cache.whole(staged)
     if ended:
         state.batch_target = None
         plan.batched = True
@@ -369,17 +380,20 @@ async def _swap_when_due(
     reason = swap_reason(chat.last_message_at, now, tail, planner.cfg)
     if reason is None and not force_swap:
         return False
-    _swap(state, now, plan, forced=reason == "forced", by_caller=force_swap)
+    _swap(planner, state, now, plan, forced=reason == "forced", by_caller=force_swap)
     return True
 
 
-def _swap(state: MemoryRow, now: datetime, plan: Plan, *, forced: bool, by_caller: bool) -> None:
+def _swap(
+    planner: ChatPlanner, state: MemoryRow, now: datetime, plan: Plan, *, forced: bool, by_caller: bool
+) -> None:
     """The staged row becomes the shown row, in a new version (a swap the caller forced is
     not counted as forced by the tail)."""
-    staged, staged_end = nodes_of(state.staged), int(state.staged_boundary or 0)
+    staged, staged_end = planner.staged or [], int(state.staged_boundary or 0)
     check_tiling(staged, staged_end)
     state.shown, state.boundary = _json(staged), staged_end
-    state.staged = state.staged_boundary = None
+    planner.set_staged(state, None)
+    state.staged_boundary = None
     state.staged_ready = False
     state.version += 1
     state.swaps += 1

@@ -22,7 +22,9 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import compress
 
+from memory.tree.lookahead import Lookahead, Merge
 from memory.tree.node import Node, address, end, parent, start
 
 LineBytes = Callable[[Node], int | None]
@@ -187,10 +189,19 @@ class BatchState:
         self._taken = 0  # merges of _ahead the batch has made since
         self._ahead_row: _LinkedRow | None = None  # the row after all of _ahead
         self._ahead_ends = False  # no pair is left after _ahead
+        # The walk that listed the needed parents, kept while the indices of _ahead hold.
+        self.lookahead: Lookahead | None = None
+
+    @property
+    def position(self) -> int:
+        """Where the batch stands in the list of merges ``ahead`` walks."""
+        return self._taken
 
     def continues(self, parts: Sequence[Node], total: int) -> bool:
         """Whether a batch over ``parts`` and ``total`` is this one going on."""
-        return total == self.total and self.parts is not None and self.parts == list(parts)
+        if total != self.total or self.parts is None:
+            return False
+        return parts is self.parts or self.parts == list(parts)
 
     def merge(self, k: int) -> Node:
         """The batch's own next merge (slot ``k`` of its row)."""
@@ -199,12 +210,17 @@ class BatchState:
             self._taken += 1  # the same merge as the front of _ahead
             if self._taken > 4096 and self._taken * 2 > len(self._ahead):
                 del self._ahead[: self._taken]
-                self._taken = 0
+                self._taken, self.lookahead = 0, None
         else:
             self._ahead, self._taken, self._ahead_row, self._ahead_ends = [], 0, None, False
+            self.lookahead = None
         return made
 
-    def ahead(self, i: int) -> tuple[Node, Node, Node] | None:
+    def at(self, index: int) -> Merge | None:
+        """The merge at ``index`` of the list ``ahead`` walks (``_taken``: where the batch stands)."""
+        return self.ahead(index - self._taken)
+
+    def ahead(self, i: int) -> Merge | None:
         """The ``i``-th merge after where the batch stands (0: the one it stopped at), or None
         when no pair is left by then."""
         wanted = self._taken + i
@@ -284,7 +300,7 @@ class _LinkedRow:
         return self.nodes[k]
 
     def parts(self) -> list[Node]:
-        return [node for node, alive in zip(self.nodes, self.alive, strict=True) if alive]
+        return list(compress(self.nodes, self.alive))
 
     def copy(self) -> _LinkedRow:
         twin = _LinkedRow.__new__(_LinkedRow)
@@ -374,21 +390,20 @@ def _needed_parents(
     Called when the most due pair's parent is unbuilt, so the first entry is that parent.
     Listing the next ones too lets the compactor build up to ``JOBS`` (8) at once instead
     of one round trip per merge. Every node in the hypothetical row is built or already
-    listed, so each listed parent's children are built or listed before it.
+    listed, so each listed parent's children are built or listed before it. The walk is kept
+    in ``state`` for the next pass (memory/tree/lookahead.py).
     """
-    needed: list[Node] = []
-    pending: dict[Node, int] = {}  # listed parents, with their assumed size
-    step = 0
-    while size > target and len(needed) < max_needed:
-        merge = state.ahead(step)
-        if merge is None:
-            break
-        step += 1
-        merged, left, right = merge
-        built = sizes.of(merged)
-        if built is None:
-            needed.append(merged)
-            pending[merged] = built = estimate
-        size += built - (pending[left] if left in pending else sizes.built(left))
-        size -= pending[right] if right in pending else sizes.built(right)
-    return needed
+    walk = state.lookahead
+    if walk is not None and (
+        walk.cursor < state.position or (walk.target, walk.estimate) != (target, estimate)
+    ):
+        walk = None
+    if walk is not None:
+        walk.settle(sizes)
+        if not walk.holds():
+            walk = None
+    if walk is None:
+        walk = Lookahead(state.position, size, target, estimate)
+    state.lookahead = walk
+    walk.walk(state.at, sizes, max_needed)
+    return list(walk.listed)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from memory.compaction.call_plan import is_run_of, last_lines, lines_bytes, plan_calls, run_end
 from memory.compaction.planner import PlannedTask
 from memory.compaction.summarizer import CompactTask
@@ -15,6 +18,14 @@ def task(position: int, level: int = 1) -> PlannedTask:
     return PlannedTask(
         node, CompactTask("merge", level, position, left="a", right="b"), ROW[:position], None, None
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("abcd"), max_size=14), st.lists(st.sampled_from("abcd"), max_size=5))
+def test_is_run_of_agrees_with_run_end(before: list[str], context: list[str]) -> None:
+    """Few distinct lines, so that runs recur, start, end and half-match anywhere."""
+    assert is_run_of(context, before) == (run_end(context, before) is not None)
+    assert is_run_of(tuple(before[2:5]), before)
 
 
 def test_last_lines_keeps_whole_newest_lines_within_the_budget() -> None:
