@@ -170,8 +170,8 @@ def _raise_start_error(runner: asyncio.Task[None]) -> None:
         raise CliError("Discord rejected DISCORD_TOKEN (reset the token in the Developer Portal)") from None
     if isinstance(exc, discord.PrivilegedIntentsRequired):
         raise CliError(
-            "Discord refused the Message Content intent: enable it under Bot > Privileged Gateway "
-            "Intents in the Developer Portal"
+            "Discord refused the Message Content intent (and Server Members, which DASHBOARD_PORT"
+            " needs): enable them under Bot > Privileged Gateway Intents in the Developer Portal"
         ) from None
     if exc is not None:
         raise exc
