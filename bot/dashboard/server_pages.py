@@ -5,6 +5,8 @@ this server's (never a DM, never another server's)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aiohttp import web
 
 from bot.dashboard import pages, settings_form
@@ -17,19 +19,16 @@ from memory import Changer, ChatInfo
 from memory.errors import UserFacingError
 
 
-def session_of(request: web.Request) -> Session:
-    session = request.get("session")
-    assert isinstance(session, Session), "the guard sets the session"
-    return session
-
-
 def html(text: str, status: int = 200) -> web.Response:
     return web.Response(text=text, status=status, content_type="text/html")
 
 
 class ServerPages:
-    def __init__(self, services: Services, names: Names) -> None:
-        self.services, self.names = services, names
+    def __init__(
+        self, services: Services, names: Names, session_of: Callable[[web.Request], Session]
+    ) -> None:
+        """``session_of``: the session the guard let through for this request."""
+        self.services, self.names, self.session_of = services, names, session_of
         self.engine = services.engine
 
     def routes(self) -> list[web.RouteDef]:
@@ -52,7 +51,7 @@ class ServerPages:
 
     def _page(self, request: web.Request, title: str, body: str, status: int = 200) -> web.Response:
         guild_id = int(request.match_info["guild"])
-        session = session_of(request)
+        session = self.session_of(request)
         nav = pages.server_nav(f"/g/{guild_id}")
         if session.host:
             nav = [("/host", "Every server"), *nav]
@@ -130,7 +129,7 @@ class ServerPages:
             choices,
             policy,
             self.services.settings.reply_models(),
-            session_of(request).csrf,
+            self.session_of(request).csrf,
             lambda kind, item: self.names.of(guild_id, kind, item),
         )
         top = ""
@@ -144,7 +143,7 @@ class ServerPages:
 
     async def change_settings(self, request: web.Request) -> web.Response:
         guild_id = int(request.match_info["guild"])
-        session = session_of(request)
+        session = self.session_of(request)
         form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
         store = store_of(self.services)
         by = Changer(session.user_id, "host" if session.host else "dashboard")

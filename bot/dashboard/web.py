@@ -20,7 +20,7 @@ from bot.dashboard import pages
 from bot.dashboard.access import Manages, Session, Sessions, Verdict, csrf_ok, manages_in_cache, verdict
 from bot.dashboard.html import CSP, SCRIPT, STYLESHEET, esc, page
 from bot.dashboard.names import Names
-from bot.dashboard.server_pages import ServerPages, session_of
+from bot.dashboard.server_pages import ServerPages
 from bot.health import gateway_connected
 from bot.services import Services
 from memory import LinkRefused
@@ -62,7 +62,7 @@ class Dashboard:
         self.manages = manages or manages_in_cache(client)
         self.sessions = Sessions()
         self.names = Names(client)
-        self.servers = ServerPages(services, self.names)
+        self.servers = ServerPages(services, self.names, self.session_of)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self.headers, self.guard])
@@ -120,8 +120,14 @@ class Dashboard:
             if not csrf_ok(session, sent if isinstance(sent, str) else None):
                 log.info("dashboard.csrf_refused", guild_id=guild_id)
                 return plain("Not allowed", "This form is out of date or not ours; reload the page.", 403)
-        request["session"] = session
         return await handler(request)
+
+    def session_of(self, request: web.Request) -> Session:
+        """The session of a request the guard let through (found again: a dictionary lookup)."""
+        session = self._session(request, guild_of(request))
+        if session is None:  # closed between the guard and the handler
+            raise web.HTTPSeeOther(SIGNED_OUT)
+        return session
 
     def _session(self, request: web.Request, guild_id: int | None) -> Session | None:
         if guild_id is not None:
@@ -196,7 +202,7 @@ class Dashboard:
         return await metrics_response(self.services)
 
     async def host(self, request: web.Request) -> web.Response:
-        session = session_of(request)
+        session = self.session_of(request)
         state = await self.engine.host_overview()
         answered = await self.engine.answers(2.0)
         health = (
