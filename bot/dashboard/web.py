@@ -10,12 +10,15 @@ cookie. aiohttp's access log is off: a link's secret is in its URL.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 import discord
 import structlog
 from aiohttp import web
 
+from bot import health
 from bot.dashboard import pages
 from bot.dashboard.access import Manages, Session, Sessions, Verdict, csrf_ok, manages_in_cache, verdict
 from bot.dashboard.html import CSP, SCRIPT, STYLESHEET, esc, page
@@ -203,13 +206,18 @@ class Dashboard:
 
     async def host(self, request: web.Request) -> web.Response:
         session = self.session_of(request)
-        state = await self.engine.host_overview()
+        overview = await self.engine.host_overview()
         answered = await self.engine.answers(2.0)
-        health = (
+        state = (
             f"Discord gateway: {'connected' if gateway_connected(self.client) else 'NOT connected'};"
             f" database: {'answers' if answered else 'does NOT answer'}."
         )
-        body = pages.host_page(state, health, self.names.guild)
+        beat_file = self.services.settings.health_file
+        if beat_file is not None:  # what `eva health` (the container's check) would say
+            beat = await asyncio.to_thread(health.read, beat_file)
+            problem = health.verdict(beat, time.time())
+            state += f" Heartbeat ({beat_file.name}): {problem or 'healthy'}."
+        body = pages.host_page(overview, state, self.names.guild)
         signout = self.servers.signout_form(session)
         return web.Response(text=page("Every server", [("/host", "Host")], body, signout=signout),
                             content_type="text/html")  # fmt: skip

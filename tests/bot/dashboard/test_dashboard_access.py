@@ -5,13 +5,16 @@ token, escaping, and DM chats kept off a server's pages."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
+from pathlib import Path
 
 import aiohttp
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bot.dashboard.web import SERVER_COOKIE
+from bot import health
+from bot.dashboard.web import HOST_COOKIE, SERVER_COOKIE
 from memory.storage.models import DashboardLink
 from tests.worlds.dashboard_world import DM_SECRET, HOSTILE, DashboardWorld
 
@@ -141,3 +144,24 @@ async def test_dm_chats_never_appear_on_a_servers_pages(dash: DashboardWorld) ->
         ):
             async with http.get(base + path, cookies={SERVER_COOKIE: key}) as page:
                 assert page.status == 404 and DM_SECRET not in await page.text()
+
+
+async def test_the_host_page_reads_the_heartbeat_eva_health_reads(
+    dash: DashboardWorld, tmp_path: Path
+) -> None:
+    beat_file = tmp_path / "beat.json"
+    dash.world.services.settings.health_file = beat_file
+    secret = await dash.world.engine.new_dashboard_link(None, None)
+    async with jarless() as http:
+        async with http.post(f"{dash.base}/signin", data={"t": secret}, allow_redirects=False) as signed:
+            assert signed.headers["Location"] == "/host"
+            cookies = {HOST_COOKIE: signed.cookies[HOST_COOKIE].value}
+        async with http.get(f"{dash.base}/host", cookies=cookies) as page:
+            assert "Heartbeat (beat.json): no heartbeat yet" in await page.text()
+        health.write(beat_file, health.Heartbeat(time.time(), True, time.time(), 15.0))
+        async with http.get(f"{dash.base}/host", cookies=cookies) as page:
+            text = await page.text()
+        assert "Heartbeat (beat.json): healthy." in text and "database: answers" in text
+        # The host's session also opens a server's pages (every server), never a member's cookie.
+        async with http.get(f"{dash.base}/g/{dash.guild_id}", cookies=cookies) as server:
+            assert server.status == 200
