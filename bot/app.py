@@ -18,9 +18,11 @@ import discord.gateway
 import discord.http
 import structlog
 import yarl
+from aiohttp import web
 
 import memory
 from bot.client import DEFAULT_GUILD_READY_TIMEOUT, EvaBot
+from bot.dashboard.web import Dashboard, metrics_app, serve
 from bot.database import keep_embedded_running
 from bot.errors import CliError
 from bot.health import beat_forever
@@ -110,6 +112,7 @@ async def run_bot(settings: Settings, db: Database) -> None:
         services.scheduler.start()
         runner = asyncio.create_task(bot.start(token), name="discord")
         heartbeat = _start_heartbeat(settings, bot, services.engine)
+        web_runners = await start_web(services, bot)
         database_watch = asyncio.create_task(keep_embedded_running(db), name="embedded-postgres")
         stopper = asyncio.create_task(stop.wait(), name="stop-signal")
         try:
@@ -123,10 +126,33 @@ async def run_bot(settings: Settings, db: Database) -> None:
             database_watch.cancel()
             if heartbeat is not None:
                 heartbeat.cancel()
+            for web_runner in web_runners:
+                await web_runner.cleanup()
             await bot.close()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(runner, RUNNER_EXIT_SECONDS)
     log.info("bot.stopped")
+
+
+async def start_web(services: Services, bot: discord.Client) -> list[web.AppRunner]:
+    """The dashboard (DASHBOARD_PORT, /metrics included) and /metrics alone (METRICS_PORT)."""
+    settings, runners = services.settings, []
+    try:
+        if settings.dashboard_port is not None:
+            app = Dashboard(services, bot).app()
+            runners.append(await serve(app, settings.dashboard_host, settings.dashboard_port))
+            log.info("dashboard.started", host=settings.dashboard_host, port=settings.dashboard_port)
+        if settings.metrics_port is not None:
+            runners.append(await serve(metrics_app(services), settings.dashboard_host, settings.metrics_port))
+            log.info("metrics.started", host=settings.dashboard_host, port=settings.metrics_port)
+    except OSError as exc:
+        for started in runners:
+            await started.cleanup()
+        raise CliError(
+            f"cannot listen on {settings.dashboard_host} for the dashboard or /metrics ({exc.strerror});"
+            " change DASHBOARD_PORT, METRICS_PORT or DASHBOARD_HOST"
+        ) from None
+    return runners
 
 
 def _start_heartbeat(settings: Settings, bot: Any, engine: memory.MemoryEngine) -> asyncio.Task[None] | None:
@@ -144,8 +170,8 @@ def _raise_start_error(runner: asyncio.Task[None]) -> None:
         raise CliError("Discord rejected DISCORD_TOKEN (reset the token in the Developer Portal)") from None
     if isinstance(exc, discord.PrivilegedIntentsRequired):
         raise CliError(
-            "Discord refused the Message Content intent: enable it under Bot > Privileged Gateway "
-            "Intents in the Developer Portal"
+            "Discord refused the Message Content intent (and Server Members, which DASHBOARD_PORT"
+            " needs): enable them under Bot > Privileged Gateway Intents in the Developer Portal"
         ) from None
     if exc is not None:
         raise exc

@@ -32,14 +32,18 @@ EXTENSIONS = (
 DEFAULT_GUILD_READY_TIMEOUT = 2.0  # discord.py's default wait for the guilds after READY
 
 
-def eva_intents() -> discord.Intents:
+def eva_intents(*, members: bool = False) -> discord.Intents:
     """Guilds (channels, threads), guild and DM messages, and Message Content (privileged:
-    enable it in the Developer Portal). Not Members: names arrive with each message."""
+    enable it in the Developer Portal). Members (privileged too) only with the dashboard, whose
+    every request asks the gateway's cache whether the signed-in admin still has Manage Server:
+    without it discord.py caches no member and hears of no role change. Names arrive with each
+    message either way."""
     intents = discord.Intents.none()
     intents.guilds = True
     intents.guild_messages = True
     intents.dm_messages = True
     intents.message_content = True
+    intents.members = members
     return intents
 
 
@@ -57,12 +61,14 @@ class EvaBot(commands.Bot):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("command_prefix", commands.when_mentioned)
-        kwargs.setdefault("intents", eva_intents())
+        dashboard = services.settings.dashboard_port is not None
+        kwargs.setdefault("intents", eva_intents(members=dashboard))
         kwargs.setdefault("allowed_mentions", ALLOWED_MENTIONS)
         kwargs.setdefault("tree_cls", EvaCommandTree)
         kwargs.setdefault("help_command", None)
-        # Without the Members intent there is nothing to chunk; asking would delay READY.
-        kwargs.setdefault("chunk_guilds_at_startup", False)
+        # Without the Members intent there is nothing to chunk; asking would delay READY. With
+        # it (the dashboard), every member is cached, so a signed-in admin is always found.
+        kwargs.setdefault("chunk_guilds_at_startup", dashboard)
         # A text-only bot: discord.py's warnings about missing voice libraries are noise.
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(guild_ready_timeout=guild_ready_timeout, **kwargs)

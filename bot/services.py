@@ -4,11 +4,12 @@ own, found through the bot (bot/gateway/cog.py, ``ingest_of``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from anthropic import AsyncAnthropic
 
+from bot.metrics import Metrics
 from bot.scheduler import CompactionScheduler
 from bot.settings import Settings
 from memory import Clock, MemoryEngine, PriceTable
@@ -22,6 +23,7 @@ class Services:
     prices: PriceTable
     clock: Clock
     scheduler: CompactionScheduler | None = None
+    metrics: Metrics = field(default_factory=Metrics)  # /metrics: ingest and replies count here
 
 
 def services_of(client: Any) -> Services:

@@ -169,6 +169,12 @@ class Settings(BaseSettings):
                 out.append(f"{name.upper()} cannot be negative")
         if not 0 <= self.dm_budget_share <= 1:
             out.append("DM_BUDGET_SHARE must be between 0 and 1")
+        for name in ("dashboard_port", "metrics_port"):
+            port = getattr(self, name)
+            if port is not None and not 0 <= port <= 65535:
+                out.append(f"{name.upper()} must be a port number from 0 to 65535")
+        if self.dashboard_public_url and not self.dashboard_public_url.startswith(("http://", "https://")):
+            out.append("DASHBOARD_PUBLIC_URL must start with https:// (or http://)")
         if self.dm_daily_reply_cap < 0:
             out.append("DM_DAILY_REPLY_CAP cannot be negative")
         if not 0 < self.image_max_bytes <= IMAGE_BYTES_CAP:
@@ -181,3 +187,15 @@ class Settings(BaseSettings):
     image_max_bytes: int = 3_900_000
     image_max_count: int = 4  # images per reply turn (the API takes up to 100)
     text_file_max_bytes: int = 40_000  # per text file read into a turn (~10k tokens)
+
+    # --- the web dashboard and /metrics (bot/dashboard/; docs/design.md, the dashboard)
+    dashboard_port: int | None = None  # unset: no dashboard
+    dashboard_host: str = "127.0.0.1"  # a reverse proxy in front adds TLS; 0.0.0.0 only behind one
+    dashboard_public_url: str | None = None  # the links' base behind a proxy, e.g. https://eva.example
+    metrics_port: int | None = None  # /metrics alone (without the dashboard), on DASHBOARD_HOST
+
+    def dashboard_base(self) -> str:
+        """Where the dashboard's sign-in links point."""
+        if self.dashboard_public_url:
+            return self.dashboard_public_url.rstrip("/")
+        return f"http://{self.dashboard_host}:{self.dashboard_port or 0}"

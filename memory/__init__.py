@@ -16,6 +16,12 @@ from memory.compaction.compactor import Compactor, PassReport
 from memory.compaction.summarizer import CompactTask, StillCurrent, Summarizer, SummaryBatch
 from memory.config import MemoryConfig
 from memory.engine import ChatInfo, MemoryEngine, build
+from memory.engine_dashboard import (
+    CompactorOverview,
+    HostOverview,
+    PrivacyOverview,
+    ServerOverview,
+)
 from memory.imports.author_map import read_author_map
 from memory.imports.readers import (
     ImportedMessage,
@@ -27,14 +33,17 @@ from memory.imports.readers import (
 )
 from memory.imports.write import ImportJob, ImportResult
 from memory.policy.guild_settings import GuildSettingsStore
+from memory.policy.settings_audit import AuditEntry, Changer
 from memory.pricing import PriceTable, Usage
 from memory.privacy.erase import ErasureReport
 from memory.privacy.reconcile import PAGE as RECONCILE_PAGE
 from memory.privacy.reconcile import DueWalk, LoggedMessage, ReconcileState, text_digest
+from memory.reading.dashboard import DaySpend, Totals
 from memory.reading.reads import PAGE_INDENT, RECALL_MAX_LIMIT
 from memory.reading.stats import ChatStats, NodeDetail
 from memory.reading.view import PromptView
 from memory.storage import migrate
+from memory.storage.dashboard_links import LinkGrant, LinkRefused
 from memory.storage.database import (
     Database,
     database_location,
@@ -84,21 +93,28 @@ __all__ = [
     "RECALL_MAX_LIMIT",
     "RECONCILE_PAGE",
     "AnthropicSummarizer",
+    "AuditEntry",
+    "Changer",
     "ChatInfo",
     "ChatKey",
     "ChatStats",
     "Clock",
     "CompactTask",
     "Compactor",
+    "CompactorOverview",
     "Database",
+    "DaySpend",
     "DueWalk",
     "EmbeddedPostgres",
     "ErasureReport",
     "GuildSettingsStore",
+    "HostOverview",
     "ImportFormatError",
     "ImportJob",
     "ImportResult",
     "ImportedMessage",
+    "LinkGrant",
+    "LinkRefused",
     "LoggedMessage",
     "MemoryConfig",
     "MemoryEngine",
@@ -107,13 +123,16 @@ __all__ = [
     "NodeDetail",
     "PassReport",
     "PriceTable",
+    "PrivacyOverview",
     "PromptView",
     "ReconcileState",
     "Rendered",
+    "ServerOverview",
     "SimulatedClock",
     "StillCurrent",
     "Summarizer",
     "SummaryBatch",
+    "Totals",
     "Usage",
     "WallClock",
     "build",

@@ -19,6 +19,7 @@ from memory.compaction.compactor import Compactor, PassReport
 from memory.compaction.summarizer import Summarizer
 from memory.config import MemoryConfig
 from memory.engine_books import EngineBooks
+from memory.engine_dashboard import EngineDashboard
 from memory.engine_erasure import DM_SCOPE, EngineErasure
 from memory.errors import ChatNotEmpty
 from memory.imports.write import ImportJob, ImportResult, write_import
@@ -49,7 +50,7 @@ class ChatInfo:
 
 
 @translates_storage_errors
-class MemoryEngine(EngineBooks, EngineErasure):
+class MemoryEngine(EngineBooks, EngineErasure, EngineDashboard):
     """The memory as the bot, the CLI and the benchmarks use it: chats, the log, erasure,
     opt-outs, what a prompt reads and compaction, each method one unit of work (the ledger,
     statistics and reconcile cursors come from :class:`EngineBooks`, erasure and opt-outs from

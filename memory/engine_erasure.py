@@ -12,10 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.clock import Clock
 from memory.config import MemoryConfig
+from memory.policy import settings_audit
 from memory.privacy import erase, erase_everywhere
 from memory.privacy.bot_words import redact_bot_messages
 from memory.privacy.erase import ErasureReport
 from memory.privacy.mention_erasure import person_names, scrub_mentions
+from memory.storage import dashboard_links
 from memory.storage.models import Chat, GuildSettings, Message, OptOut
 
 DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
@@ -69,6 +71,8 @@ class EngineErasure:
             else:
                 chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
                 report = await erase.erase_author(s, chat_ids, author_id, self.clock.now(), names)
+                await settings_audit.forget_user(s, author_id, guild_id)
+                await dashboard_links.forget_user(s, author_id)
                 floor = moment() if moment is not None else None
                 if floor is not None:
                     await erase.set_backfill_floor(s, chat_ids, floor)
@@ -96,6 +100,8 @@ class EngineErasure:
             report = await erase_everywhere.erase_person_everywhere(
                 s, author_id, self.clock.now(), dms, names
             )
+            await settings_audit.forget_user(s, author_id)
+            await dashboard_links.forget_user(s, author_id)
         self.purge_due = True
         return report
 
@@ -144,6 +150,7 @@ class EngineErasure:
             # Opt-outs stay (they hold only ids): after a re-invite the person is still not logged.
             report = await erase.delete_chats(s, ids)
             await s.execute(delete(GuildSettings).where(GuildSettings.guild_id == guild_id))
+            await settings_audit.forget_guild(s, guild_id)
         self.purge_due = True
         return report
 

@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 TABLES = (
+    "settings_audit",
+    "dashboard_links",
     "guild_settings",
     "reconcile_cursors",
     "usage_ledger",

@@ -1,4 +1,4 @@
-"""`eva run`, `eva migrate`, `eva doctor`, `eva worker`, `eva sync-commands`."""
+"""`eva run`, `eva migrate`, `eva doctor`, `eva worker`, `eva health`, `eva dashboard-link`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+import memory
 from bot import health
 from bot.app import run_bot, run_worker
 from bot.cli.doctor import run_checks
@@ -23,7 +24,9 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
     subs.add_parser("doctor", help="check settings, Discord, Anthropic, the database and its migrations")
     subs.add_parser("worker", help="run only the background compactor (no Discord connection)")
     subs.add_parser("health", help="health check: gateway connected, database answering")
+    subs.add_parser("dashboard-link", help="a one-time sign-in link to the web dashboard, as the host")
     handlers.update(run=cmd_run, migrate=cmd_migrate, doctor=cmd_doctor, worker=cmd_worker, health=cmd_health)
+    handlers["dashboard-link"] = cmd_dashboard_link
 
 
 async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
@@ -82,4 +85,19 @@ async def cmd_health(_args: argparse.Namespace, settings: Settings) -> int:
     if problem is not None:
         print(problem)
         return 1
+    return 0
+
+
+async def cmd_dashboard_link(_args: argparse.Namespace, settings: Settings) -> int:
+    """The host's sign-in link (every server; DMs as counts only), valid once for 10 minutes.
+    Printed, never logged; the database keeps only its hash, so `eva run` can check it."""
+    if settings.dashboard_port is None:
+        raise CliError("the dashboard is off: set DASHBOARD_PORT for `eva run` (and here) first")
+    async with open_database(settings) as db:
+        problems = await _migration_problems(db.engine)
+        if problems:
+            raise CliError(problems[0])
+        engine = memory.build(db.sessions, settings.memory_config())
+        secret = await engine.new_dashboard_link(None, None)
+    print(f"{settings.dashboard_base()}/signin?t={secret}")
     return 0

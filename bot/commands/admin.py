@@ -215,6 +215,20 @@ class MemoryAdmin(ManagersCog):
     async def resume(self, interaction: discord.Interaction, channel: ChannelOption | None = None) -> None:
         await self._set_paused(interaction, channel, False)
 
+    @memory.command(name="dashboard", description="A private sign-in link to this server's web dashboard")
+    async def dashboard(self, interaction: discord.Interaction) -> None:
+        settings = self.services.settings
+        if settings.dashboard_port is None:
+            raise UserFacingError("The web dashboard is off; the host turns it on with DASHBOARD_PORT.")
+        guild_id = interaction.guild_id or 0
+        secret = await self.services.engine.new_dashboard_link(guild_id, interaction.user.id)
+        log.info("memory.dashboard_link", **interaction_ids(interaction))  # never the link itself
+        await answer(
+            interaction,
+            f"Your sign-in link to this server's dashboard (it works once, for 10 minutes, for you only;"
+            f" do not share it): {settings.dashboard_base()}/signin?t={secret}",
+        )
+
     @memory.command(name="wipe", description="Erase a channel's whole memory (asks to confirm)")
     @app_commands.describe(channel="Which channel (default: this one)")
     async def wipe(self, interaction: discord.Interaction, channel: ChannelOption | None = None) -> None:

@@ -9,7 +9,7 @@ when a command runs (a server admin can open the default to anyone); answers are
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 import discord
 import structlog
@@ -18,6 +18,7 @@ from discord.ext import commands
 
 from bot.commands.tree import ManagersCog, answer, interaction_ids
 from bot.policy import policy_of, store_of
+from memory import Changer
 from memory.errors import UserFacingError
 from memory.policy.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
 
@@ -29,6 +30,11 @@ WHERE = {
     "channels": "only in the listed channels",
     "nowhere": "nowhere: I only listen (and remember)",
 }
+
+
+def _by(interaction: discord.Interaction) -> Changer:
+    """Who changes a setting, for the audit list the dashboard shows."""
+    return Changer(interaction.user.id, "slash")
 
 
 def _ids(prefix: str, ids: frozenset[int]) -> str:
@@ -103,7 +109,7 @@ class ServerSettings(ManagersCog):
     async def replies(
         self, interaction: discord.Interaction, where: Literal["everywhere", "channels", "nowhere"]
     ) -> None:
-        await store_of(self.services).set(interaction.guild_id or 0, reply_mode=where)
+        await store_of(self.services).set(interaction.guild_id or 0, by=_by(interaction), reply_mode=where)
         text = f"I now reply {WHERE[where]}."
         if where == "channels":
             policy = await policy_of(self.services, interaction.guild_id or 0)
@@ -116,7 +122,7 @@ class ServerSettings(ManagersCog):
         self, interaction: discord.Interaction, channel: ChannelOption, listed: bool = True
     ) -> None:
         changed = await store_of(self.services).change_list(
-            interaction.guild_id or 0, "reply_channels", channel.id, listed
+            interaction.guild_id or 0, "reply_channels", channel.id, listed, by=_by(interaction)
         )
         state = "on" if listed else "off"
         text = f"{channel.mention} is {'now' if changed else 'already'} {state} the list of reply channels."
@@ -128,7 +134,9 @@ class ServerSettings(ManagersCog):
     @settings.command(name="name-trigger", description="Whether my name alone makes me reply")
     @app_commands.describe(enabled="True: saying my name makes me reply; mentions always do")
     async def name_trigger(self, interaction: discord.Interaction, enabled: bool) -> None:
-        await store_of(self.services).set(interaction.guild_id or 0, reply_to_name=enabled)
+        await store_of(self.services).set(
+            interaction.guild_id or 0, by=_by(interaction), reply_to_name=enabled
+        )
         name = self.services.settings.bot_name
         text = f"Saying {name} {'now makes me reply' if enabled else 'no longer makes me reply'}."
         await self._changed(interaction, "name-trigger", text)
@@ -156,7 +164,7 @@ class ServerSettings(ManagersCog):
             assert member is not None
             column, target, item = f"{rule}_members", member.mention, member.id
         changed = await store_of(self.services).change_list(
-            interaction.guild_id or 0, column, item, not remove
+            interaction.guild_id or 0, column, item, not remove, by=_by(interaction)
         )
         where = f"the {rule} list"
         if not changed:
@@ -174,7 +182,7 @@ class ServerSettings(ManagersCog):
             raise UserFacingError(
                 f"{name!r} is not a model the host allows; pick one of: {', '.join(allowed)}."
             )
-        await store_of(self.services).set(interaction.guild_id or 0, model=chosen)
+        await store_of(self.services).set(interaction.guild_id or 0, by=_by(interaction), model=chosen)
         effective = chosen or self.services.settings.reply_model
         await self._changed(interaction, "model", f"I now reply with {effective}.")
 
@@ -197,7 +205,7 @@ class ServerSettings(ManagersCog):
                     f"{name!r} is not an IANA time zone name;"
                     " use one like Europe/Stockholm or America/New_York."
                 )
-        await store_of(self.services).set(interaction.guild_id or 0, timezone=zone)
+        await store_of(self.services).set(interaction.guild_id or 0, by=_by(interaction), timezone=zone)
         shown = zone or self.services.settings.timezone
         await self._changed(
             interaction, "timezone", f"Dates in my memory of this server now read in {shown}."
@@ -217,7 +225,7 @@ class ServerSettings(ManagersCog):
         alerts: ChannelOption | None = None,
     ) -> None:
         amount = Decimal(str(usd)).quantize(Decimal("0.01"))
-        values: dict[str, object] = {"monthly_budget_usd": amount}
+        values: dict[str, Any] = {"monthly_budget_usd": amount}
         if alerts is not None:
             guild = interaction.guild
             resolved = guild.get_channel_or_thread(alerts.id) if guild is not None else None
@@ -228,7 +236,7 @@ class ServerSettings(ManagersCog):
                     f"I cannot post in {alerts.mention}; pick a channel where I may send messages."
                 )
             values["alert_channel_id"] = alerts.id
-        await store_of(self.services).set(interaction.guild_id or 0, **values)
+        await store_of(self.services).set(interaction.guild_id or 0, by=_by(interaction), **values)
         if amount == 0:
             text = "No budget: I reply whatever it costs (the host's own limits still apply)."
         else:

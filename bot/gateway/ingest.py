@@ -61,7 +61,7 @@ from bot.gateway.refusals import Refusals
 from bot.gateway.writer import LogWriter, skip_unstorable
 from bot.services import Services
 from memory import ErasureReport
-from memory.errors import DatabaseUnavailable
+from memory.errors import DatabaseUnavailable, StorageError
 
 log = structlog.get_logger(__name__)
 
@@ -186,6 +186,8 @@ class Ingest:
                     except Exception as exc:
                         if self._closed:
                             return  # shutting down (Discord's session is closed): the next start backfills
+                        if isinstance(exc, StorageError):
+                            self.services.metrics.database_errors.labels(kind=type(exc).__name__).inc()
                         if transient(exc):
                             q.ops.extendleft(reversed(batch))  # keep the order: these first when back
                             await self._retry_later(q, exc)

@@ -116,8 +116,10 @@ class LogWriter:
             return []
         self.channel_of_chat[info.id] = q.channel_id
         await keep_current(self.engine, info, chat_key(channel, person))
-        if any(index is not None for index in indexes):
+        written = sum(index is not None for index in indexes)
+        if written:
             self._mark_dirty(info.id)
+            self.services.metrics.messages_logged.inc(written)
         return indexes
 
     async def change(self, q: ChannelQueue, op: Edit | Erase) -> None:

@@ -228,6 +228,7 @@ class ReplyCog(commands.Cog):
                     cut=result.cut,
                     memory=group.memory,
                 )
+                self.services.metrics.replies.inc()
         except Exception as exc:
             # The traceback is rendered without the message (bot/log_tracebacks.py).
             log.error("reply.failed", chat_id=chat_id, **ids, error=type(exc).__name__, exc_info=exc)

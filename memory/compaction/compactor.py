@@ -20,6 +20,7 @@ erasure is dropped and no erased line or message is sent once the erasure has co
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -45,6 +46,16 @@ log = structlog.get_logger(__name__)
 
 # Advisory-lock namespace ("EVAC"), so our locks never collide with another app's.
 LOCK_NAMESPACE = 0x45564143
+
+
+RECENT_ERRORS = 200  # the compactor's last failures, by kind, for the dashboard's compactor page
+
+
+@dataclass(frozen=True, slots=True)
+class CompactorFailure:
+    at: datetime
+    chat_id: int
+    kind: str  # "rate limited", "model error", "empty line": never the model's or a message's words
 
 
 @dataclass(slots=True)
@@ -85,6 +96,7 @@ class Compactor:
         # chat -> (version, sticky contexts by tier): kept between plans of one pass
         self._contexts: dict[int, tuple[int, dict[int, tuple[str, ...]]]] = {}
         self.paused_until: datetime | None = None  # rate limited: no call before this
+        self.failures: deque[CompactorFailure] = deque(maxlen=RECENT_ERRORS)
 
     def paused(self) -> bool:
         return self.paused_until is not None and self.clock.now() < self.paused_until
@@ -262,7 +274,8 @@ class Compactor:
                 report.failed_calls += 1
                 if exc.retry_after is not None or exc.rate_limited:
                     self.pause(exc.retry_after or 0.0, str(exc))
-                self._failed(chat_id, [t.node for t in group], str(exc))
+                kind = "rate limited" if exc.rate_limited else "model error"
+                self._failed(chat_id, [t.node for t in group], str(exc), kind)
                 return None
 
     def _answered(
@@ -276,7 +289,7 @@ class Compactor:
             (t, line, tries) for t, line, tries in zip(group, batch.lines, batch.tries, strict=True) if line
         ]
         empty = [t.node for t, line in zip(group, batch.lines, strict=True) if not line]
-        self._failed(chat_id, empty, "empty line")
+        self._failed(chat_id, empty, "empty line", "empty line")
         if len(group) > 1:
             self._alone.update((chat_id, node) for node in empty)
         return done
@@ -316,7 +329,9 @@ class Compactor:
             if cache is not None and cache.version == version:
                 cache.add(NodeRecord(w.node, w.text, w.first_at, w.last_at, True))
 
-    def _failed(self, chat_id: int, nodes: Sequence[Node], reason: str) -> None:
+    def _failed(self, chat_id: int, nodes: Sequence[Node], reason: str, kind: str) -> None:
+        if nodes:
+            self.failures.append(CompactorFailure(self.clock.now(), chat_id, kind))
         retry_at = self.clock.now() + timedelta(seconds=self.cfg.retry_seconds)
         if self.paused_until is not None and self.paused_until > retry_at:
             retry_at = self.paused_until

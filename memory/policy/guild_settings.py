@@ -15,7 +15,9 @@ from sqlalchemy import distinct, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.policy import settings_audit
 from memory.policy.guild_policy import GuildChoices, day_start, month_start
+from memory.policy.settings_audit import Changer
 from memory.storage.database import translates_storage_errors
 from memory.storage.models import Chat, GuildSettings, UsageEntry
 
@@ -61,9 +63,10 @@ class GuildSettingsStore:
         async with self.sessions() as s:
             return _choices(await s.get(GuildSettings, guild_id))
 
-    async def set(self, guild_id: int, **values: Any) -> None:
+    async def set(self, guild_id: int, by: Changer | None = None, **values: Any) -> None:
         """Set scalar choices (None = back to the host's default). A new time zone also moves
-        the server's existing memories to it, so their dates read in the server's time."""
+        the server's existing memories to it, so their dates read in the server's time. ``by``:
+        who changes them, written to the audit list in the same transaction."""
         unknown = set(values) - set(SCALAR_COLUMNS)
         if unknown:
             raise ValueError(f"not a per-server setting: {sorted(unknown)}")
@@ -80,10 +83,15 @@ class GuildSettingsStore:
                     .where(Chat.guild_id == guild_id)
                     .values(timezone=values["timezone"] or self.default_timezone)
                 )
+            if by is not None:
+                for name, value in values.items():
+                    await settings_audit.record(s, guild_id, by, name, settings_audit.shown(value))
 
-    async def change_list(self, guild_id: int, column: str, item: int, present: bool) -> bool:
+    async def change_list(
+        self, guild_id: int, column: str, item: int, present: bool, by: Changer | None = None
+    ) -> bool:
         """Add (``present``) or remove one id of a list; False when nothing changed. The row is
-        locked while it changes, so two admins editing at once both land."""
+        locked while it changes, so two admins editing at once both land; ``by`` as in :meth:`set`."""
         if column not in LIST_COLUMNS:
             raise ValueError(f"not a per-server list: {column}")
         async with self.sessions() as s, s.begin():
@@ -96,6 +104,9 @@ class GuildSettingsStore:
             items = [*items, item] if present else [x for x in items if x != item]
             setattr(row, column, items)
             row.updated_at = func.now()
+            if by is not None:
+                change = f"{'+' if present else '-'}{item}"
+                await settings_audit.record(s, guild_id, by, column, change)
             return True
 
     async def mark_month(self, guild_id: int, column: str, month: str) -> bool:
@@ -113,6 +124,11 @@ class GuildSettingsStore:
                 .returning(GuildSettings.guild_id)
             )
             return done.first() is not None
+
+    async def audit(self, guild_id: int) -> list[settings_audit.AuditEntry]:
+        """The newest changes of the server's settings, newest first."""
+        async with self.sessions() as s:
+            return await settings_audit.recent(s, guild_id)
 
     # --- spending (USD at list price)
     async def guild_spent(self, guild_id: int, now: datetime, timezone: str) -> Decimal:

@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     Numeric,
     SmallInteger,
@@ -245,3 +246,35 @@ class GuildSettings(Base):
     budget_warned_month: Mapped[str | None] = mapped_column(String(7))
     budget_paused_month: Mapped[str | None] = mapped_column(String(7))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class DashboardLink(Base):
+    """A one-time sign-in link to the web dashboard (bot/dashboard/): only the SHA-256 of its
+    secret is kept, so a copy of the table signs nobody in. ``guild_id`` None: the host's link
+    (`eva dashboard-link`); else a member's link to that one server (`/memory dashboard`)."""
+
+    __tablename__ = "dashboard_links"
+
+    token_hash: Mapped[bytes] = mapped_column(LargeBinary(32), primary_key=True)
+    guild_id: Mapped[int | None] = mapped_column(BigInteger)
+    user_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SettingsAudit(Base):
+    """Who changed which per-server setting, when (the dashboard's settings page shows it).
+    ``user_id`` is an id, never a name (the page names them from Discord's cache); a person's
+    erasure sets it to NULL. ``source``: "slash" (/settings), "dashboard" or "host"."""
+
+    __tablename__ = "settings_audit"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    guild_id: Mapped[int] = mapped_column(BigInteger)
+    user_id: Mapped[int | None] = mapped_column(BigInteger)
+    source: Mapped[str] = mapped_column(String(16))
+    setting: Mapped[str] = mapped_column(String(32))
+    value: Mapped[str] = mapped_column(String(200))  # the new value as shown (ids, never names)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (Index("ix_settings_audit_guild_created", "guild_id", "created_at"),)

@@ -241,7 +241,10 @@ class FakeGateway:
             await ws.close(code=CLOSE_AUTHENTICATION_FAILED, message=b"Authentication failed.")
             return session
         wants_content = op == OP_IDENTIFY and int(data.get("intents", 0)) & INTENT_MESSAGE_CONTENT
-        if wants_content and not self.world.message_content_enabled:
+        wants_members = op == OP_IDENTIFY and int(data.get("intents", 0)) & INTENT_GUILD_MEMBERS
+        if (wants_content and not self.world.message_content_enabled) or (
+            wants_members and not self.world.server_members_enabled
+        ):
             await ws.close(code=CLOSE_DISALLOWED_INTENTS, message=b"Disallowed intent(s).")
             return session
         if op == OP_IDENTIFY:

@@ -102,6 +102,8 @@ class FakeWorld:
     # The Developer Portal's Message Content switch (Bot > Privileged Gateway Intents). Off: the
     # application's flags lack the bit, and an IDENTIFY asking for the intent is closed with 4014.
     message_content_enabled: bool = True
+    # The Server Members switch, likewise: off, an IDENTIFY asking for GUILD_MEMBERS gets 4014.
+    server_members_enabled: bool = True
 
     def __post_init__(self) -> None:
         self.bot = self.add_user(self.bot_name, bot=True)
@@ -210,6 +212,15 @@ class FakeWorld:
         if role_id not in guild.roles:
             raise unknown("Role", 10011)
         member.role_ids.append(role_id)
+        self.dispatcher("GUILD_MEMBER_UPDATE", {**member.payload(), "guild_id": str(guild_id)}, guild_id)
+        return member
+
+    def take_role(self, guild_id: int, user_id: int, role_id: int) -> FakeMember:
+        """A role taken from a member (Server Settings, or a bot): GUILD_MEMBER_UPDATE follows."""
+        guild = self.guild(guild_id)
+        member = guild.members[user_id]
+        if role_id in member.role_ids:
+            member.role_ids.remove(role_id)
         self.dispatcher("GUILD_MEMBER_UPDATE", {**member.payload(), "guild_id": str(guild_id)}, guild_id)
         return member
 

@@ -59,3 +59,13 @@ async def test_without_asking_for_the_intent_the_gateway_still_accepts(fake: Fak
         assert bot.is_ready() and bot.application_flags.value == 0
         await bot.close()
         await ready
+
+
+async def test_the_members_intent_is_refused_with_4014_when_its_switch_is_off(fake: FakeDiscord) -> None:
+    fake.world.server_members_enabled = False
+    intents = discord.Intents.default()
+    intents.members = True
+    bot = discord.Client(intents=intents)
+    with pytest.raises(discord.PrivilegedIntentsRequired):
+        async with bot:
+            await bot.start("any-token")
