@@ -1,7 +1,7 @@
 """The web dashboard's one-time sign-in links (only a hash of each secret) and the audit list
 of per-server setting changes (who by id, when, what). Neither holds a name or message text.
 
-Revision ID: 0010
+Revision ID: 0008
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010"
+revision: str = "0008"
 down_revision: str | None = "0007"
 
 
