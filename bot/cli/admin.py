@@ -17,15 +17,6 @@ from bot.settings_checks import persona_problem
 from memory import migrate
 
 
-def register(subs: Any, handlers: dict[str, Any]) -> None:
-    subs.add_parser("run", help="migrate the database, then run the bot")
-    subs.add_parser("migrate", help="apply database migrations")
-    subs.add_parser("doctor", help="check settings, Discord, Anthropic, the database and its migrations")
-    subs.add_parser("worker", help="run only the background compactor (no Discord connection)")
-    subs.add_parser("health", help="health check: gateway connected, database answering")
-    handlers.update(run=cmd_run, migrate=cmd_migrate, doctor=cmd_doctor, worker=cmd_worker, health=cmd_health)
-
-
 async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
     async with open_database(settings) as db:
         await migrate.upgrade(db.engine)

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
 
 import discord
 
-from bot.cli.args import chat_id, chat_name, guild_or_dm, snowflake
 from bot.cli.memory_commands import _engine
 from bot.errors import CliError
 from bot.gateway.erasure_order import MARGIN_MS, snowflake_after
@@ -27,24 +25,6 @@ DELETED_WHOLE = ("imported", "dm")
 def now_snowflake() -> int:
     """Now as a Discord snowflake, with the erasures' margin (bot/gateway/erasure_order.py)."""
     return snowflake_after(discord.utils.time_snowflake(discord.utils.utcnow()), MARGIN_MS / 1000)
-
-
-def register(subs: Any, handlers: dict[str, Any]) -> None:
-    p = subs.add_parser(
-        "forget",
-        help="erase everything one person wrote: in one guild ('dm' for their DMs), or in every chat",
-    )
-    p.add_argument(
-        "--guild", type=guild_or_dm, help="a guild id, or 'dm'; leave out to erase them from every chat"
-    )
-    p.add_argument("--user", required=True, type=snowflake)
-    p = subs.add_parser("wipe", help="erase one chat's whole memory (every message and line)")
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--chat", type=chat_name, help="the chat's name, or its Discord channel id")
-    which.add_argument(
-        "--id", type=chat_id, help="the chat's own id (listed when a name matches several chats)"
-    )
-    handlers.update(forget=cmd_forget, wipe=cmd_wipe)
 
 
 async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,10 +12,8 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import memory
-from bot.cli.args import chat_name, text
 from bot.cli.costs import chat_costs, format_costs
 from bot.commands.status import format_status
 from bot.database import open_database
@@ -35,46 +33,6 @@ from memory import (
 from memory.claude import make_client
 from memory.errors import ChatNotEmpty
 from memory.fakes.summarizer import FakeSummarizer
-
-
-def register(subs: Any, handlers: dict[str, Any]) -> None:
-    p = subs.add_parser(
-        "import", help="import a chat log (JSONL or DiscordChatExporter JSON) into an empty chat"
-    )
-    p.add_argument("file", type=Path)
-    p.add_argument("--chat", required=True, type=chat_name, help="name of the chat to create")
-    p.add_argument(
-        "--author-ids",
-        type=Path,
-        help="JSONL only: a JSON file mapping author names to Discord user ids (for `eva forget --user`)",
-    )
-    p = subs.add_parser("compact", help="build the memory lines now and swap them in")
-    p.add_argument("--chat", required=True, type=chat_name)
-    p.add_argument("--until-idle", action="store_true", help="keep going until nothing is left to build")
-    p.add_argument("--fake-model", action="store_true", help="use the deterministic fake summarizer (no API)")
-    p = subs.add_parser("view", help="print the memory block and raw tail exactly as the model sees them")
-    p.add_argument("--chat", required=True, type=chat_name)
-    p = subs.add_parser("zoom", help="open a memory line (ID+N) into its two halves, or a message (ID+1)")
-    p.add_argument("--chat", required=True, type=chat_name)
-    p.add_argument("address", type=text)
-    p.add_argument("--page", type=int, default=1)
-    p = subs.add_parser("recall", help="search a chat's messages")
-    p.add_argument("--chat", required=True, type=chat_name)
-    p.add_argument("words", nargs="+", type=text)
-    p.add_argument("--author", type=text)
-    p.add_argument("--limit", type=int, default=5)
-    p = subs.add_parser("stats", help="messages, memory and model usage of one chat, or the list of chats")
-    p.add_argument("--chat", type=chat_name)
-    handlers.update(
-        {
-            "import": cmd_import,
-            "compact": cmd_compact,
-            "view": cmd_view,
-            "zoom": cmd_zoom,
-            "recall": cmd_recall,
-            "stats": cmd_stats,
-        }
-    )
 
 
 def _summarizer(settings: Settings, fake: bool) -> Summarizer:
