@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from bot.cli.args import OneLineParser, chat_id, chat_name, guild_or_dm, snowflake, text
 
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _admin(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _admin(subs: Any) -> None:
     subs.add_parser("run", help="migrate the database, then run the bot")
     subs.add_parser("migrate", help="apply database migrations")
     subs.add_parser("doctor", help="check settings, Discord, Anthropic, the database and its migrations")
@@ -51,7 +52,7 @@ def _admin(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
 
 
-def _memory(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _memory(subs: Any) -> None:
     p = subs.add_parser(
         "import", help="import a chat log (JSONL or DiscordChatExporter JSON) into an empty chat"
     )
@@ -91,7 +92,7 @@ def _memory(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--chat", type=chat_name)
 
 
-def _erasure(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _erasure(subs: Any) -> None:
     p = subs.add_parser(
         "forget",
         help="erase everything one person wrote: in one guild ('dm' for their DMs), or in every chat",
