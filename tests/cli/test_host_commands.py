@@ -1,0 +1,152 @@
+"""What a host meets at the command line, through the real `eva` process: a compaction whose
+model calls cannot succeed ends with one line naming the setting (exit 1) instead of retrying
+forever; a bad DATA_DIR is named with its path; progress shows as plain lines when stderr is not
+a terminal; `eva --help` and `eva --version` answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.support import Done, eva
+from tests.cli.test_failures_one_line import one_clear_line
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.anthropic_behaviours import Fault
+
+GOOD_KEY = "sk-good"
+NOTHING_LISTENS = "http://127.0.0.1:9"  # the discard port: connection refused on a test machine
+
+
+def long_chat(path: Path, messages: int = 100) -> Path:
+    """A JSONL export whose messages are too long to be their own line (each needs the model),
+    70 KB in all: past the 48 KB raw tail that arms a compaction (memory/config.py)."""
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(messages):
+            text = f"message {i} " + "about the release plan and who tests what, " * 16
+            out.write(json.dumps({"i": i, "author": f"p{i % 3}", "text": text,
+                                  "date": f"2025-01-01T{10 + i // 60:02d}:{i % 60:02d}:00Z"}) + "\n")  # fmt: skip
+    return path
+
+
+@pytest.fixture
+async def imported(tmp_path: Path, database_url: str, sessions: object) -> dict[str, str]:
+    """A chat `long` with 100 long messages on the (emptied) test database; its settings."""
+    settings = {"DATABASE_URL": database_url, "LOG_LEVEL": "WARNING"}
+    done = await eva(
+        tmp_path, "import", str(long_chat(tmp_path / "long.jsonl")), "--chat", "long", **settings
+    )
+    assert done.code == 0, done.lines
+    return settings
+
+
+@pytest.mark.parametrize("until_idle", [False, True])
+async def test_a_rejected_key_ends_compact_with_one_line(
+    tmp_path: Path, imported: dict[str, str], until_idle: bool
+) -> None:
+    async with FakeAnthropic(api_keys={GOOD_KEY}) as fake:
+        args = ["compact", "--chat", "long", *(["--until-idle"] if until_idle else [])]
+        done = await eva(tmp_path, *args, ANTHROPIC_API_KEY="sk-wrong", ANTHROPIC_BASE_URL=fake.base_url,
+                         **imported)  # fmt: skip
+        assert fake.requests("compact") == []  # the check came first: no message was sent
+    line = one_clear_line(done, 1, "ANTHROPIC_API_KEY")
+    assert line.startswith("eva compact: Anthropic rejected ANTHROPIC_API_KEY")
+
+
+async def test_an_unknown_model_ends_compact_with_one_line(tmp_path: Path, imported: dict[str, str]) -> None:
+    async with FakeAnthropic() as fake:
+        done = await eva(tmp_path, "compact", "--chat", "long", "--until-idle", ANTHROPIC_API_KEY=GOOD_KEY,
+                         ANTHROPIC_BASE_URL=fake.base_url, COMPACT_MODEL="claude-nonesuch-1", **imported)  # fmt: skip
+    one_clear_line(done, 1, "COMPACT_MODEL claude-nonesuch-1")
+
+
+@pytest.mark.parametrize("until_idle", [False, True])
+async def test_an_unreachable_host_ends_compact_with_one_line(
+    tmp_path: Path, imported: dict[str, str], until_idle: bool
+) -> None:
+    args = ["compact", "--chat", "long", *(["--until-idle"] if until_idle else [])]
+    done = await eva(
+        tmp_path, *args, ANTHROPIC_API_KEY=GOOD_KEY, ANTHROPIC_BASE_URL=NOTHING_LISTENS, **imported
+    )
+    line = one_clear_line(done, 1, "ANTHROPIC_BASE_URL", "127.0.0.1:9")
+    assert line.endswith("connection refused")
+
+
+async def test_a_key_revoked_during_the_run_stops_until_idle(
+    tmp_path: Path, imported: dict[str, str]
+) -> None:
+    """The first request passes (the models lookup), then every message call is refused: the
+    watcher of the calls, not the first check, must end the command."""
+    async with FakeAnthropic() as fake:
+        fake.faults.fail_fraction(1.0, Fault("status", status=401, error_type="authentication_error"),
+                                  match="compact")  # fmt: skip
+        done = await eva(tmp_path, "compact", "--chat", "long", "--until-idle", ANTHROPIC_API_KEY=GOOD_KEY,
+                         ANTHROPIC_BASE_URL=fake.base_url, **imported)  # fmt: skip
+        assert fake.requests("compact"), "the calls were sent and refused"
+    assert done.code == 1, done.lines
+    assert done.seconds < 60
+    assert (
+        done.lines[-1]
+        == "eva compact: Anthropic rejected ANTHROPIC_API_KEY (create a new key in the console)"
+    )
+    assert "Traceback" not in done.err
+
+
+async def test_progress_is_plain_lines_without_a_terminal(tmp_path: Path, imported: dict[str, str]) -> None:
+    """The import (in the fixture) and a compaction, stderr a pipe: no carriage returns, and
+    each line says what is done and the rate."""
+    async with FakeAnthropic() as fake:
+        done = await eva(tmp_path, "compact", "--chat", "long", "--until-idle", ANTHROPIC_API_KEY=GOOD_KEY,
+                         ANTHROPIC_BASE_URL=fake.base_url, **imported)  # fmt: skip
+    assert done.code == 0, done.lines
+    assert "\r" not in done.err
+    bars = [line for line in done.err.splitlines() if line.startswith("compact: lines written by the model")]
+    assert len(bars) >= 2, done.err  # the start, and the end
+    assert bars[0].endswith("0 lines [00:00, ? lines/s]")
+    written = int(done.out.split("lines written by the model ")[1].split(",")[0])
+    assert written > 0 and f" {written} lines [" in bars[-1] and "lines/s]" in bars[-1]
+    again = await eva(
+        tmp_path, "import", str(long_chat(tmp_path / "again.jsonl", 7)), "--chat", "again", **imported
+    )
+    assert again.code == 0 and "\r" not in again.err
+    import_bars = [line for line in again.err.splitlines() if line.startswith("import:")]
+    assert import_bars[0].startswith("import:   0%") and "0/7" in import_bars[0]
+    assert (
+        import_bars[-1].startswith("import: 100%")
+        and "7/7 [" in import_bars[-1]
+        and "messages/s]" in import_bars[-1]
+    )
+    assert "release plan" not in again.err + done.err  # counts only, never the text
+
+
+@pytest.mark.parametrize(("make", "expected"), [
+    (lambda d: d / "a-file", "is a file, not a folder"),
+    (lambda d: d / "a-file" / "data", "cannot be created"),
+])  # fmt: skip
+async def test_a_bad_data_dir_is_named_with_its_path(tmp_path: Path, make: object, expected: str) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    data_dir = make(tmp_path)  # type: ignore[operator]
+    for command in ("stats", "migrate", "import"):
+        args = [command, *(["x.jsonl", "--chat", "x"] if command == "import" else [])]
+        line = one_clear_line(
+            await eva(tmp_path, *args, DATA_DIR=str(data_dir)), 2, "DATA_DIR", str(data_dir)
+        )
+        assert expected in line
+
+
+async def test_help_and_version_answer(tmp_path: Path) -> None:
+    version = await eva(tmp_path, "--version")
+    assert version.code == 0 and version.lines[0].startswith("eva ")
+    helped = await eva(tmp_path, "--help")
+    assert helped.code == 0 and "--version" in helped.out
+    for command in ("compact", "stats"):
+        text = (await eva(tmp_path, command, "--help")).out
+        assert "free lines:" in " ".join(text.split())
+    zoom = (await eva(tmp_path, "zoom", "--help")).out
+    assert "+1" in " ".join(zoom.split("--page", 1)[1].split())
+
+
+async def test_done_keeps_its_lines(tmp_path: Path) -> None:
+    # Done.lines is what the assertions above count: blank lines only are left out.
+    assert Done(0, "a\n\nb\n", "", 0.0).lines == ["a", "b"]
