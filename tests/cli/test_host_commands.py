@@ -6,6 +6,8 @@ a terminal; `eva --help` and `eva --version` answer."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,70 @@ async def test_help_and_version_answer(tmp_path: Path) -> None:
 async def test_done_keeps_its_lines(tmp_path: Path) -> None:
     # Done.lines is what the assertions above count: blank lines only are left out.
     assert Done(0, "a\n\nb\n", "", 0.0).lines == ["a", "b"]
+
+
+# --- wipe and forget ask first --------------------------------------------------------------------
+
+
+async def message_count(tmp_path: Path, settings: dict[str, str], chat: str) -> int:
+    done = await eva(tmp_path, "stats", **settings)
+    (row,) = [line for line in done.out.splitlines() if line.startswith(f"{chat}\t")]
+    return int(row.split("\t")[2])
+
+
+@pytest.mark.parametrize("command", [["wipe", "--chat", "long"], ["forget", "--user", "42"]])
+async def test_an_erasure_without_yes_and_without_a_terminal_refuses(
+    tmp_path: Path, imported: dict[str, str], command: list[str]
+) -> None:
+    line = one_clear_line(await eva(tmp_path, *command, **imported), 2, "--yes")
+    assert line.startswith(f"eva {command[0]}: nothing was erased: there is no terminal to ask on")
+    assert await message_count(tmp_path, imported, "long") == 100
+
+
+async def test_a_dry_run_shows_what_would_go_and_keeps_it(tmp_path: Path, imported: dict[str, str]) -> None:
+    done = await eva(tmp_path, "wipe", "--chat", "long", "--dry-run", **imported)
+    assert done.code == 0, done.lines
+    assert done.out.splitlines() == [
+        "eva wipe erases chat 'long' (id 1, imported): 100 messages and every memory line; "
+        "the chat itself goes too (name included)",
+        "dry run: nothing was erased",
+    ]
+    assert await message_count(tmp_path, imported, "long") == 100
+
+
+async def answered(tmp_path: Path, settings: dict[str, str], answer: bytes, *args: str) -> Done:
+    """`eva` with a terminal (a pty) on stdin that answers ``answer`` to its question."""
+    leader, follower = pty.openpty()
+    try:
+        os.write(leader, answer)
+        return await eva(tmp_path, *args, stdin=follower, **settings)
+    finally:
+        os.close(follower)
+        os.close(leader)
+
+
+async def test_on_a_terminal_wipe_asks_and_only_yes_erases(tmp_path: Path, imported: dict[str, str]) -> None:
+    declined = await answered(tmp_path, imported, b"n\n", "wipe", "--chat", "long")
+    assert declined.code == 1 and declined.out.splitlines()[-1].endswith("[y/N] nothing was erased"), (
+        declined.lines
+    )
+    assert await message_count(tmp_path, imported, "long") == 100
+    agreed = await answered(tmp_path, imported, b"y\n", "wipe", "--chat", "long")
+    assert agreed.code == 0 and agreed.out.splitlines()[-1].startswith("wiped chat 'long': 100 messages")
+    assert "long\t" not in (await eva(tmp_path, "stats", **imported)).out
+
+
+async def test_forget_shows_each_chat_and_says_who_rebuilds_the_lines(
+    tmp_path: Path, imported: dict[str, str]
+) -> None:
+    author_map = tmp_path / "ids.json"
+    author_map.write_text(json.dumps({"p0": "4242", "p1": "4343", "p2": "4444"}))
+    done = await eva(tmp_path, "import", str(long_chat(tmp_path / "b.jsonl", 9)), "--chat", "b",
+                     "--author-ids", str(author_map), **imported)  # fmt: skip
+    assert done.code == 0, done.lines
+    done = await eva(tmp_path, "forget", "--user", "4242", "--yes", **imported)
+    assert done.code == 0, done.lines
+    lines = done.out.splitlines()
+    assert lines[:2] == ["eva forget erases what user 4242 wrote in every chat:", "  'b': 3 messages"]
+    assert "erased 3 messages in 1 chats" in lines[-2]
+    assert "running bot's compactor" in lines[-2] and "`eva compact --chat NAME`" in lines[-2]
