@@ -201,7 +201,7 @@ async def test_on_a_terminal_wipe_asks_and_only_yes_erases(tmp_path: Path, impor
     )
     assert await message_count(tmp_path, imported, "long") == 100
     agreed = await answered(tmp_path, imported, b"y\n", "wipe", "--chat", "long")
-    assert agreed.code == 0 and agreed.out.splitlines()[-1].startswith("wiped chat 'long': 100 messages")
+    assert agreed.code == 0 and agreed.out.splitlines()[-1].endswith("[y/N] wiped chat 'long': 100 messages and 0 lines erased")
     assert "long\t" not in (await eva(tmp_path, "stats", **imported)).out
 
 
