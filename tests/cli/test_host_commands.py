@@ -201,7 +201,9 @@ async def test_on_a_terminal_wipe_asks_and_only_yes_erases(tmp_path: Path, impor
     )
     assert await message_count(tmp_path, imported, "long") == 100
     agreed = await answered(tmp_path, imported, b"y\n", "wipe", "--chat", "long")
-    assert agreed.code == 0 and agreed.out.splitlines()[-1].endswith("[y/N] wiped chat 'long': 100 messages and 0 lines erased")
+    assert agreed.code == 0 and agreed.out.splitlines()[-1].endswith(
+        "[y/N] wiped chat 'long': 100 messages and 0 lines erased"
+    )
     assert "long\t" not in (await eva(tmp_path, "stats", **imported)).out
 
 
@@ -219,3 +221,22 @@ async def test_forget_shows_each_chat_and_says_who_rebuilds_the_lines(
     assert lines[:2] == ["eva forget erases what user 4242 wrote in every chat:", "  'b': 3 messages"]
     assert "erased 3 messages in 1 chats" in lines[-2]
     assert "running bot's compactor" in lines[-2] and "`eva compact --chat NAME`" in lines[-2]
+
+
+async def test_stats_without_chats_says_how_to_get_one(
+    tmp_path: Path, database_url: str, sessions: object
+) -> None:
+    done = await eva(tmp_path, "stats", DATABASE_URL=database_url)
+    assert done.code == 0, done.lines
+    assert done.out.splitlines()[0].startswith("no chats yet: run the bot (`eva run`), or import")
+
+
+async def test_import_of_a_folder_says_it_is_a_folder(tmp_path: Path, database_url: str) -> None:
+    (tmp_path / "exports").mkdir()
+    line = one_clear_line(
+        await eva(tmp_path, "import", "exports", "--chat", "x", DATABASE_URL=database_url), 2
+    )
+    assert (
+        line
+        == "eva import: exports is a folder: give the exported file itself (JSONL, or DiscordChatExporter's JSON)"
+    )
