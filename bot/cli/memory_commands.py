@@ -16,7 +16,7 @@ from pathlib import Path
 import memory
 from bot.cli.costs import chat_costs, format_costs
 from bot.cli.model_check import WatchedSummarizer, check_model
-from bot.cli.progress import CountedSummarizer, progress
+from bot.cli.progress import CountedSummarizer, finished, progress
 from bot.commands.status import format_status
 from bot.database import open_database
 from bot.errors import CliError
@@ -91,6 +91,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             except ImportFormatError as exc:
                 raise CliError(f"{exc} (nothing was imported)") from None
             bar.update(result.messages - bar.n)
+            finished(bar)
     print(f"imported {result.messages} messages into chat {args.chat!r}")
     if records.repeats:
         print(
@@ -114,6 +115,7 @@ async def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
         async with _engine(settings, CountedSummarizer(summarizer, bar)) as engine:
             chat = await engine.find_chat(args.chat)
             report = await engine.compact(chat.id, until_idle=args.until_idle, force_swap=True)
+            finished(bar)
     print(
         f"model calls {report.calls} (failed {report.failed_calls}), lines written by the model "
         f"{report.model_nodes}, free lines {report.free_nodes} (made without a model call), "

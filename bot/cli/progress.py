@@ -16,8 +16,9 @@ from tqdm import tqdm
 
 from memory import CompactTask, StillCurrent, Summarizer, SummaryBatch
 
-# A line every 10 s in a log: a 10-minute compaction writes 60 lines, a 5-second import two
-# (its start and its end).
+# A line every 10 s in a log: a 10-minute compaction writes 60 lines. The first comes after
+# 10 s too, so that a command refused within seconds shows only its one-line reason; a command
+# that ends well always shows its last state (see `finished`).
 PLAIN_SECONDS = 10.0
 
 
@@ -36,8 +37,11 @@ class PlainLines:
         self.stream.flush()
 
 
-def progress(what: str, unit: str, total: int | None, stream: TextIO | None = None) -> tqdm:
-    """A bar for ``total`` ``unit``s (None: a count and a rate, no estimate)."""
+def progress(
+    what: str, unit: str, total: int | None, stream: TextIO | None = None, interval: float = PLAIN_SECONDS
+) -> tqdm:
+    """A bar for ``total`` ``unit``s (None: a count and a rate, no estimate); without a
+    terminal, a plain line at most every ``interval`` seconds."""
     stream = stream or sys.stderr
     if stream.isatty():
         return tqdm(total=total, desc=what, unit=f" {unit}", file=stream, dynamic_ncols=True)
@@ -46,10 +50,16 @@ def progress(what: str, unit: str, total: int | None, stream: TextIO | None = No
         desc=what,
         unit=f" {unit}",
         file=PlainLines(stream),
-        mininterval=PLAIN_SECONDS,
+        mininterval=interval,
+        delay=interval,
         ncols=100,
         ascii=True,
     )
+
+
+def finished(bar: tqdm) -> None:
+    """The work is done: show its last state, even when it took less than the first line's wait."""
+    bar.refresh()
 
 
 class CountedSummarizer:

@@ -5,6 +5,7 @@ a terminal; `eva --help` and `eva --version` answer."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pty
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.cli.progress import finished, progress
 from tests.cli.support import Done, eva
 from tests.cli.test_failures_one_line import one_clear_line
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -96,30 +98,47 @@ async def test_a_key_revoked_during_the_run_stops_until_idle(
 
 
 async def test_progress_is_plain_lines_without_a_terminal(tmp_path: Path, imported: dict[str, str]) -> None:
-    """The import (in the fixture) and a compaction, stderr a pipe: no carriage returns, and
-    each line says what is done and the rate."""
+    """A compaction and an import, stderr a pipe: no carriage returns; the last line says what
+    was done and the rate (the periodic lines: test_plain_lines_come_periodically)."""
     async with FakeAnthropic() as fake:
         done = await eva(tmp_path, "compact", "--chat", "long", "--until-idle", ANTHROPIC_API_KEY=GOOD_KEY,
                          ANTHROPIC_BASE_URL=fake.base_url, **imported)  # fmt: skip
     assert done.code == 0, done.lines
     assert "\r" not in done.err
     bars = [line for line in done.err.splitlines() if line.startswith("compact: lines written by the model")]
-    assert len(bars) >= 2, done.err  # the start, and the end
-    assert bars[0].endswith("0 lines [00:00, ? lines/s]")
     written = int(done.out.split("lines written by the model ")[1].split(",")[0])
-    assert written > 0 and f" {written} lines [" in bars[-1] and "lines/s]" in bars[-1]
+    assert written > 0 and f": {written} lines [" in bars[-1] and "lines/s]" in bars[-1], done.err
     again = await eva(
         tmp_path, "import", str(long_chat(tmp_path / "again.jsonl", 7)), "--chat", "again", **imported
     )
     assert again.code == 0 and "\r" not in again.err
     import_bars = [line for line in again.err.splitlines() if line.startswith("import:")]
-    assert import_bars[0].startswith("import:   0%") and "0/7" in import_bars[0]
-    assert (
-        import_bars[-1].startswith("import: 100%")
-        and "7/7 [" in import_bars[-1]
-        and "messages/s]" in import_bars[-1]
-    )
+    assert import_bars[-1].startswith("import: 100%") and "7/7 [" in import_bars[-1], again.err
+    assert "messages/s]" in import_bars[-1]
     assert "release plan" not in again.err + done.err  # counts only, never the text
+
+
+def test_plain_lines_come_periodically() -> None:
+    """Without a terminal each redraw is a line of its own, with the count, the rate and the
+    time left; tqdm decides when (at most every PLAIN_SECONDS, here every update)."""
+    stream = io.StringIO()
+    with progress("import", "messages", 4, stream=stream, interval=0) as bar:
+        for _ in range(4):
+            bar.update(1)
+        finished(bar)
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue() and len(lines) >= 5
+    assert [line.split("|")[0] for line in lines[:5]] == [f"import: {p:3d}%" for p in (0, 25, 50, 75, 100)]
+    assert all(f"{n}/4 [" in line for n, line in zip(range(5), lines, strict=False))
+    assert "<" in lines[2] and "messages/s]" in lines[2]  # elapsed<left, and the rate
+
+
+def test_a_quick_failure_shows_no_progress_line() -> None:
+    stream = io.StringIO()
+    with pytest.raises(ValueError), progress("import", "messages", 4, stream=stream) as bar:
+        bar.update(1)
+        raise ValueError("refused")  # within PLAIN_SECONDS: only the command's own line will show
+    assert stream.getvalue() == ""
 
 
 @pytest.mark.parametrize(("make", "expected"), [
