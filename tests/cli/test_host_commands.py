@@ -259,3 +259,13 @@ async def test_import_of_a_folder_says_it_is_a_folder(tmp_path: Path, database_u
         line
         == "eva import: exports is a folder: give the exported file itself (JSONL, or DiscordChatExporter's JSON)"
     )
+
+
+async def test_doctor_names_a_bad_data_dir(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    done = await eva(tmp_path, "doctor", DATA_DIR=str(tmp_path / "a-file"))
+    assert done.code == 1
+    assert (
+        f"settings: DATA_DIR {tmp_path / 'a-file'} is a file, not a folder (point DATA_DIR at a folder)"
+        in done.lines
+    )
