@@ -42,7 +42,7 @@ async def eva(
 ) -> Done:
     """``stdin``: no terminal unless a test passes one (a pty), whatever runs pytest."""
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith(SETTING_PREFIXES)}
-    env.update(PYTHONPATH=str(REPO), DATA_DIR=str(cwd / "data"), **settings)
+    env.update({"PYTHONPATH": str(REPO), "DATA_DIR": str(cwd / "data")} | settings)  # a test may set DATA_DIR
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.cli", *args, cwd=cwd, env=env, stdin=stdin,
