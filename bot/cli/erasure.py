@@ -50,7 +50,10 @@ async def confirmed(args: argparse.Namespace, preview: str) -> bool:
     if args.yes:
         return True
     # The prompt waits for a person; a thread keeps the event loop (and the database) alive.
-    answer = await asyncio.to_thread(input, "Erase it? This cannot be undone. [y/N] ")
+    try:
+        answer = await asyncio.to_thread(input, "Erase it? This cannot be undone. [y/N] ")
+    except EOFError:  # the terminal closed (Ctrl-D): no answer is a no
+        answer = ""
     if answer.strip().lower() in ("y", "yes"):
         return True
     print("nothing was erased")
