@@ -227,7 +227,8 @@ async def test_jsonl_imports_take_an_author_map_or_are_named_by_forget(
         tmp_path, database_url, fake_anthropic, "forget", "--user", str(VICTIM_ID), "--yes"
     )
     assert code == 0, err
-    first, second = out.strip().splitlines()
+    *preview, first, second = out.strip().splitlines()  # what it will erase, then what it did
+    assert "  'mapped': 10 messages" in preview and not any("by-name" in line for line in preview)
     assert first.startswith("erased 10 messages in 1 chats")
     assert second.startswith("not searched: 1 chat(s)") and "'by-name'" in second and "'mapped'" not in second
     async with sessions() as s:
