@@ -6,6 +6,7 @@ the sentence, since a DATABASE_URL carries a password.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from bot.core.prompts import read_persona
@@ -42,3 +43,37 @@ def persona_problem(persona_file: Path | None) -> str | None:
     if not text.strip():
         return f"PERSONA_FILE {persona_file} is empty"
     return None
+
+
+def folder_problem(name: str, folder: Path) -> str | None:
+    """None when ``folder`` is a folder this user may write in, or could be created by it;
+    else one sentence naming the setting and the path (a path holds no secret)."""
+    if folder.exists():
+        if not folder.is_dir():
+            return f"{name} {folder} is a file, not a folder (point {name} at a folder)"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"{name} {folder} is not writable by this user"
+        return None
+    parent = folder.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{name} {folder} cannot be created: {parent} is a file, not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{name} {folder} cannot be created: {parent} is not writable by this user"
+    return None
+
+
+def path_problems(data_dir: Path | None, health_file: Path | None) -> list[str]:
+    """The path settings a command would trip over, each named with its path: DATA_DIR (pass
+    None when a DATABASE_URL is set: then nothing lives there), and the folder of HEALTH_FILE."""
+    problems = []
+    if data_dir is not None:
+        problem = folder_problem("DATA_DIR", data_dir)
+        if problem is not None:
+            problems.append(problem)
+    if health_file is not None:
+        problem = folder_problem("the folder of HEALTH_FILE", health_file.parent)
+        if problem is not None:
+            problems.append(problem)
+    return problems

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -104,6 +104,24 @@ class EngineErasure:
             await dashboard_links.forget_user(s, author_id)
         self.purge_due = True
         return report
+
+    async def authored_by_chat(self, author_id: int, scope: int | None) -> list[tuple[str, int]]:
+        """(chat name, messages) for each chat where ``author_id`` wrote, within what an erasure
+        of them reaches: one guild, their DMs (``scope`` 0), or every chat (``scope`` None).
+        Shown before `eva forget` erases them; it changes nothing."""
+        query = (
+            select(Chat.name, func.count())
+            .join(Message, Message.chat_id == Chat.id)
+            .where(Message.author_id == author_id, Message.erased_at.is_(None))
+            .group_by(Chat.id, Chat.name)
+            .order_by(Chat.name)
+        )
+        if scope == DM_SCOPE:
+            query = query.where(Chat.kind == "dm")
+        elif scope is not None:
+            query = query.where(Chat.guild_id == scope)
+        async with self.sessions() as s:
+            return [(name, count) for name, count in (await s.execute(query)).all()]
 
     async def chats_known_by_name(self, guild_id: int | None = None) -> list[str]:
         """Names of chats whose authors are known only by name, which an erasure by id cannot reach."""

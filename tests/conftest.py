@@ -75,12 +75,17 @@ def postgres_admin_url() -> Iterator[str]:
     if configured:
         yield configured
         return
-    server = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="eva-test-pg-")), delete_on_stop=True)
-    server.start(database="postgres")
+    folder = Path(tempfile.mkdtemp(prefix="eva-test-pg-"))
+    server = EmbeddedPostgres(folder, delete_on_stop=True)
     try:
+        server.start(database="postgres")
         yield server.admin_url()
     finally:
-        server.stop()
+        server.stop()  # deletes the server's data (folder/pg), not the folder made for it
+        shutil.rmtree(folder, ignore_errors=True)
+        # Loudly: every run used to leave an empty eva-test-pg-* folder in the temp directory.
+        if folder.exists():
+            raise RuntimeError(f"the test server's folder {folder} is still there after the run")
 
 
 @pytest.fixture(scope="session")

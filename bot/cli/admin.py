@@ -18,17 +18,6 @@ from bot.settings_checks import persona_problem
 from memory import migrate
 
 
-def register(subs: Any, handlers: dict[str, Any]) -> None:
-    subs.add_parser("run", help="migrate the database, then run the bot")
-    subs.add_parser("migrate", help="apply database migrations")
-    subs.add_parser("doctor", help="check settings, Discord, Anthropic, the database and its migrations")
-    subs.add_parser("worker", help="run only the background compactor (no Discord connection)")
-    subs.add_parser("health", help="health check: gateway connected, database answering")
-    subs.add_parser("dashboard-link", help="a one-time sign-in link to the web dashboard, as the host")
-    handlers.update(run=cmd_run, migrate=cmd_migrate, doctor=cmd_doctor, worker=cmd_worker, health=cmd_health)
-    handlers["dashboard-link"] = cmd_dashboard_link
-
-
 async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
     async with open_database(settings) as db:
         await migrate.upgrade(db.engine)

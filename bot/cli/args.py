@@ -1,12 +1,14 @@
 """Argument types for the `eva` command line: a value the database cannot store is refused by
-argparse with one line naming the option, before any database is opened."""
+argparse with one line naming the option, before any database is opened.
+
+Importing `memory` (even its small `memory.discord_ids`) runs the package's door, which loads
+the whole engine and the model client (about 2 s): the id rule is imported when an id is
+parsed, so that `eva --help` does not wait for it."""
 
 from __future__ import annotations
 
 import argparse
 from typing import NoReturn
-
-from memory.discord_ids import parse_discord_id
 
 CHAT_NAME_CHARS = 200  # chats.name is String(200) (memory/storage/models.py)
 
@@ -46,6 +48,8 @@ def chat_name(value: str) -> str:
 def snowflake(value: str) -> int:
     """A Discord id, by the rule the importers apply too (memory/discord_ids.py): an id an
     import can store is one this accepts."""
+    from memory.discord_ids import parse_discord_id  # late: see docs/design.md, imports made late
+
     number = parse_discord_id(value)
     if number is None:
         raise argparse.ArgumentTypeError("not a Discord id (a number of up to 19 digits)")
@@ -54,6 +58,8 @@ def snowflake(value: str) -> int:
 
 def chat_id(value: str) -> int:
     """A chat's own id (chats.id, a BIGINT counted from 1)."""
+    from memory.discord_ids import parse_discord_id  # late: see docs/design.md, imports made late
+
     number = parse_discord_id(value)  # the same range: digits, 1 to 2^63-1
     if number is None:
         raise argparse.ArgumentTypeError("not a chat id (a whole number from 1)")

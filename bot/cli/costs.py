@@ -53,7 +53,12 @@ async def chat_costs(engine: MemoryEngine, settings: Settings) -> CostReport:
 
 def format_costs(report: CostReport) -> str:
     """The listing (pure): one tab-separated line per chat, then the month against the budget."""
-    lines = ["chat\tkind\tmessages\tcost\tthis month"]
+    if not report.chats:
+        lines = [
+            "no chats yet: run the bot (`eva run`), or import a history with `eva import FILE --chat NAME`"
+        ]
+    else:
+        lines = ["chat\tkind\tmessages\tcost\tthis month"]
     for chat in report.chats:
         lines.append(f"{chat.name}\t{chat.kind}\t{chat.messages}\t${chat.total:.4f}\t${chat.month:.4f}")
     head = f"This month (since {report.month_from:%Y-%m-%d} {report.timezone}): ${report.month_total:.2f}"

@@ -24,7 +24,7 @@ from alembic.script import ScriptDirectory
 from bot.cli.errors import explain
 from bot.database import open_database
 from bot.settings import Settings
-from bot.settings_checks import persona_problem
+from bot.settings_checks import path_problems, persona_problem
 from memory import migrate
 from memory.claude import make_client
 
@@ -52,6 +52,7 @@ def _problem(check: str, detail: str) -> Finding:
 
 def settings_findings(settings: Settings) -> list[Finding]:
     problems = list(settings.problems())
+    problems += path_problems(None if settings.database_url else settings.data_dir, settings.health_file)
     persona = persona_problem(settings.persona_file)
     if persona is not None:
         problems.append(persona)

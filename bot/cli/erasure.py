@@ -7,12 +7,12 @@ the table files at once (memory.privacy.erase.purge_dead_rows).
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
 from collections.abc import Sequence
-from typing import Any
 
 import discord
 
-from bot.cli.args import chat_id, chat_name, guild_or_dm, snowflake
 from bot.cli.memory_commands import _engine
 from bot.errors import CliError
 from bot.gateway.erasure_order import MARGIN_MS, snowflake_after
@@ -29,38 +29,71 @@ def now_snowflake() -> int:
     return snowflake_after(discord.utils.time_snowflake(discord.utils.utcnow()), MARGIN_MS / 1000)
 
 
-def register(subs: Any, handlers: dict[str, Any]) -> None:
-    p = subs.add_parser(
-        "forget",
-        help="erase everything one person wrote: in one guild ('dm' for their DMs), or in every chat",
+NO_TERMINAL = (
+    "nothing was erased: there is no terminal to ask on; add --yes to erase without asking "
+    "(or --dry-run to see what would go)"
+)
+
+
+def refuse_without_terminal(args: argparse.Namespace) -> None:
+    """Before anything is opened: an erasure nobody can confirm is refused in one line."""
+    if not args.yes and not args.dry_run and not sys.stdin.isatty():
+        raise CliError(NO_TERMINAL)
+
+
+async def confirmed(args: argparse.Namespace, preview: str) -> bool:
+    """Show what will go, then: --dry-run stops, --yes goes on, else the person answers."""
+    print(preview)
+    if args.dry_run:
+        print("dry run: nothing was erased")
+        return False
+    if args.yes:
+        return True
+    # The prompt waits for a person; a thread keeps the event loop (and the database) alive.
+    try:
+        answer = await asyncio.to_thread(input, "Erase it? This cannot be undone. [y/N] ")
+    except EOFError:  # the terminal closed (Ctrl-D): no answer is a no
+        answer = ""
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    print("nothing was erased")
+    return False
+
+
+def forget_preview(user: int, scope: int | None, chats: Sequence[tuple[str, int]]) -> str:
+    where = {None: "every chat", 0: "their DMs with the bot"}.get(scope, f"guild {scope}")
+    lines = [f"eva forget erases what user {user} wrote in {where}:"]
+    lines += [f"  {name!r}: {count} messages" for name, count in chats] or [
+        "  no message of theirs is stored"
+    ]
+    lines.append(
+        "and their name where others mention them; the bot's replies to them in DMs go whole. "
+        "The memory lines built over these messages are removed and rebuilt without them."
     )
-    p.add_argument(
-        "--guild", type=guild_or_dm, help="a guild id, or 'dm'; leave out to erase them from every chat"
-    )
-    p.add_argument("--user", required=True, type=snowflake)
-    p = subs.add_parser("wipe", help="erase one chat's whole memory (every message and line)")
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--chat", type=chat_name, help="the chat's name, or its Discord channel id")
-    which.add_argument(
-        "--id", type=chat_id, help="the chat's own id (listed when a name matches several chats)"
-    )
-    handlers.update(forget=cmd_forget, wipe=cmd_wipe)
+    return "\n".join(lines)
 
 
 async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     scope = args.guild.strip().lower() if args.guild is not None else None
     if scope is not None and scope not in ("dm", "0") and not scope.isdigit():
         raise CliError("--guild takes a Discord guild id, or 'dm' for direct messages")
+    guild = None if scope is None else 0 if scope in ("dm", "0") else int(scope)
+    refuse_without_terminal(args)
     async with _engine(settings) as engine:
-        if scope is None:
+        chats = await engine.authored_by_chat(args.user, guild)
+        if not await confirmed(args, forget_preview(args.user, guild, chats)):
+            return 0 if args.dry_run else 1
+        if guild is None:
             report = await engine.erase_author_everywhere(args.user)
         else:
-            report = await engine.erase_author(None if scope in ("dm", "0") else int(scope), args.user)
+            report = await engine.erase_author(guild or None, args.user)
         await engine.purge()  # no scheduler here to do it: the erased words leave the files now
-        unreachable = await engine.chats_known_by_name(
-            None if scope is None or scope in ("dm", "0") else int(scope)
-        )
-    print(f"erased {report.messages} messages in {report.chats} chats; {report.nodes} lines will be rebuilt")
+        unreachable = await engine.chats_known_by_name(guild or None)
+    print(
+        f"erased {report.messages} messages in {report.chats} chats, and the {report.nodes} memory lines "
+        "built over them; the running bot's compactor writes those lines again without them, or run "
+        "`eva compact --chat NAME` for each chat now"
+    )
     if unreachable:
         names = ", ".join(repr(name) for name in unreachable)
         print(
@@ -71,9 +104,19 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_wipe(args: argparse.Namespace, settings: Settings) -> int:
+    refuse_without_terminal(args)
     async with _engine(settings) as engine:
         chat = await chosen_chat(engine, args.chat, args.id)
-        if chat.kind in DELETED_WHOLE:
+        whole = chat.kind in DELETED_WHOLE
+        count = await engine.message_count(chat.id)
+        kept = "the chat itself goes too (name included)" if whole else "the channel's settings stay"
+        preview = (
+            f"eva wipe erases chat {chat.name!r} (id {chat.id}, {chat.kind}): {count} messages and "
+            f"every memory line; {kept}"
+        )
+        if not await confirmed(args, preview):
+            return 0 if args.dry_run else 1
+        if whole:
             report = await engine.delete_chat(chat.id)
         else:  # a live channel keeps its settings (paused or not), as /memory wipe does
             # A running bot never logs a message older than this wipe (our clock: no press here).

@@ -19,7 +19,7 @@ import discord
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from bot.errors import ServiceUnreachable
+from bot.errors import ServiceRefused, ServiceUnreachable
 from bot.settings import Settings
 from memory.errors import UserFacingError
 
@@ -50,12 +50,12 @@ def settings_line(exc: ValidationError | SettingsError) -> str:
     return f"bad settings: {problems}"
 
 
-def _where(url: str) -> str:
+def where(url: str) -> str:
     parts = urlsplit(url)
     return parts.netloc.rsplit("@", 1)[-1] or url  # host:port, never credentials
 
 
-def _network_reason(exc: BaseException) -> str:
+def network_reason(exc: BaseException) -> str:
     """A short phrase for a failed connection, from the innermost OS error."""
     inner: BaseException | None = exc
     while inner is not None:
@@ -79,7 +79,7 @@ def explain(exc: BaseException, settings: Settings | None) -> Failure | None:
         return Failure(settings_line(exc), BAD_INPUT)
     if isinstance(exc, UserFacingError):
         return Failure(str(exc), BAD_INPUT)
-    if isinstance(exc, ServiceUnreachable):
+    if isinstance(exc, ServiceUnreachable | ServiceRefused):
         return Failure(str(exc), UNREACHABLE)
     discord_base = settings.discord_api_base if settings else "DISCORD_API_BASE"
     if isinstance(exc, discord.ConnectionClosed) and exc.code not in (1000, 1001):
@@ -100,12 +100,12 @@ def explain(exc: BaseException, settings: Settings | None) -> Failure | None:
         gateway = settings.discord_gateway_url if settings else ""
         if isinstance(exc, aiohttp.ClientConnectorError) and gateway and _is_at(exc, gateway):
             return Failure(
-                f"cannot reach the Discord gateway at DISCORD_GATEWAY_URL ({_where(gateway)}): "
-                f"{_network_reason(exc)}",
+                f"cannot reach the Discord gateway at DISCORD_GATEWAY_URL ({where(gateway)}): "
+                f"{network_reason(exc)}",
                 UNREACHABLE,
             )
         return Failure(
-            f"cannot reach Discord at DISCORD_API_BASE ({_where(discord_base)}): {_network_reason(exc)}",
+            f"cannot reach Discord at DISCORD_API_BASE ({where(discord_base)}): {network_reason(exc)}",
             UNREACHABLE,
         )
     if isinstance(exc, discord.DiscordServerError):
@@ -115,7 +115,7 @@ def explain(exc: BaseException, settings: Settings | None) -> Failure | None:
     if isinstance(exc, anthropic.APIConnectionError):
         base = (settings.anthropic_base_url if settings else None) or "https://api.anthropic.com"
         return Failure(
-            f"cannot reach Anthropic at ANTHROPIC_BASE_URL ({_where(base)}): {_network_reason(exc)}",
+            f"cannot reach Anthropic at ANTHROPIC_BASE_URL ({where(base)}): {network_reason(exc)}",
             UNREACHABLE,
         )
     return _unreachable_underneath(exc, settings)

@@ -1,29 +1,19 @@
-"""The `eva` command. Each subcommand is a small async function; whatever ends one is turned
-into one line on stderr and an exit code in `main`, the single error boundary (the mapping is
-bot/cli/errors.py): 2 for bad input, 1 for a service that did not answer (or a bug)."""
+"""The `eva` command: parse the arguments, then run the command (bot/cli/run.py, the single
+error boundary).
+
+Start-up time: this module imports only the parser, so `eva --help`, `eva --version` and a
+refused argument answer in about 0.1 s; the command modules (SQLAlchemy, discord.py, the model
+client: about 2 s of imports) are imported once a command is known to run (docs/design.md,
+imports made late; bench/cli_startup.py measures it)."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import structlog
-
-from bot.cli import admin as cli_admin
-from bot.cli import erasure as cli_erasure
-from bot.cli import memory_commands as cli_memory
-from bot.cli import sync_commands as cli_discord
-from bot.cli.args import OneLineParser
-from bot.cli.errors import explain, unexpected_line
-from bot.log_setup import configure_logging
-from bot.settings import ENV_FILE, Settings
-from memory.file_limits import ENV_FILE_BYTES, check_size
-
-Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
+from bot.cli.parser import build_parser
 
 
 def _raise_system_exit(signum: int, _frame: Any) -> None:
@@ -32,40 +22,12 @@ def _raise_system_exit(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
-def load_settings() -> Settings:
-    # pydantic-settings reads the whole .env itself, so its size is checked first.
-    check_size(ENV_FILE, ENV_FILE_BYTES, "a settings file", "a .env holds settings only, one per line")
-    return Settings()
-
-
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    parser = OneLineParser(prog="eva", description="Eva, a Discord companion that remembers.")
-    subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    handlers: dict[str, Handler] = {}
-    for module in (cli_admin, cli_memory, cli_erasure, cli_discord):
-        module.register(subs, handlers)
-    return parser, handlers
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_system_exit)
-    parser, handlers = build_parser()
-    args = parser.parse_args(argv)
-    settings: Settings | None = None
-    try:
-        settings = load_settings()
-        configure_logging(settings.log_format, settings.log_level)
-        return asyncio.run(handlers[args.command](args, settings))
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:
-        failure = explain(exc, settings)
-        if settings is not None:
-            # Shown only at LOG_LEVEL=DEBUG; rendered without the exception's message or locals.
-            structlog.get_logger(__name__).debug("cli.failed", command=args.command, exc_info=exc)
-        line, code = (failure.line, failure.exit_code) if failure else (unexpected_line(exc), 1)
-        print(f"eva {args.command}: {line}", file=sys.stderr)
-        return code
+    args = build_parser().parse_args(argv)
+    from bot.cli import run  # late: start-up time (see the module docstring)
+
+    return run.execute(args)
 
 
 if __name__ == "__main__":

@@ -11,29 +11,17 @@ the bot serves.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.cli.args import snowflake
 from bot.commands.tree import EvaCommandTree
 from bot.errors import CliError
 from bot.settings import Settings
 
 # The extensions that define slash commands (the bot also loads ingest and reply, which define none).
 COMMAND_EXTENSIONS = ("bot.commands.people", "bot.commands.admin", "bot.commands.settings")
-
-
-def register(subs: Any, handlers: dict[str, Any]) -> None:
-    parser = subs.add_parser(
-        "sync-commands", help="register the slash commands with Discord (globally, or in one server)"
-    )
-    parser.add_argument(
-        "--guild", type=snowflake, metavar="ID", help="register in this server only (appear at once)"
-    )
-    handlers["sync-commands"] = cmd_sync_commands
 
 
 def command_bot() -> commands.Bot:

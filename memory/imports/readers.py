@@ -112,6 +112,12 @@ def detect_format(path: str | os.PathLike[str]) -> Literal["jsonl", "dce"]:
         return "jsonl"  # read_jsonl reports the line-1 error with its number
     if isinstance(head, dict) and "messages" in head and ("guild" in head or "channel" in head):
         return "dce"
+    if isinstance(head, dict) and not {"author", "text", "date"} & head.keys():
+        # Some other JSON: "line 1: missing 'author'" would send a host looking for one field.
+        raise ImportFormatError(
+            f"{file.name}: not a chat export: expected a JSONL chat log (one message a line, with "
+            "'author', 'text' and 'date') or DiscordChatExporter's JSON (guild, channel, messages)"
+        )
     return "jsonl"
 
 

@@ -1,6 +1,7 @@
 """What the reply model reads for a chat: the memory row and the raw tail (docs/design.md section 7).
 
-The row is loaded as persisted, never rebuilt from the log. A part an erasure or edit
+The row is loaded as persisted, never rebuilt from the log. Erased messages next to each other
+show as one "(erased)" line (memory.tree.render.ErasedRun). A part an erasure or edit
 removed shows through its surviving built descendants until the compactor rebuilds it;
 where those would take the row past VIEW_HIGH, one "being rebuilt" line stands in for the
 part instead (memory.tree.row_bound).
@@ -22,7 +23,14 @@ from memory.storage.log import keep_boundary, read_range
 from memory.storage.models import MemoryRow
 from memory.storage.tree_nodes import resolve
 from memory.tree.node import Node, end, start, utf8_len
-from memory.tree.render import memory_block, placeholder_line, rebuilding_line, row_line, tail_line
+from memory.tree.render import (
+    ErasedRun,
+    memory_block,
+    placeholder_line,
+    rebuilding_line,
+    row_line,
+    tail_line,
+)
 from memory.tree.row_bound import PartCost, gaps_to_collapse
 
 
@@ -62,14 +70,15 @@ async def row_lines(
     session: AsyncSession, chat_id: int, parts: list[Node], tz: str, limit: int | None = None
 ) -> list[str]:
     """The row's lines: each part as built lines (its own, or its surviving descendants');
-    past ``limit`` bytes, the gaps that cost most show one "being rebuilt" line each."""
+    past ``limit`` bytes, the gaps that cost most show one "being rebuilt" line each. Erased
+    messages next to each other, within a part or across parts, show as one line."""
     resolved = await resolve(session, chat_id, parts)
-    groups: list[list[str]] = []
+    groups: list[list[str | ErasedRun]] = []
     costs: list[PartCost] = []
     placeholders: list[str | None] = []
     cursor = 0
     for part in parts:
-        lines: list[str] = []
+        lines: list[str | ErasedRun] = []
         firsts: list[datetime] = []
         lasts: list[datetime] = []
         built = False
@@ -81,7 +90,8 @@ async def row_lines(
                 lines.append(placeholder_line(node, None, tz))
                 continue
             built = node == part
-            lines.append(row_line(record.info(), tz))
+            erased = ErasedRun(start(node), end(node), record.first_at, record.last_at)
+            lines.append(row_line(record.info(), tz) if record.text else erased)
             firsts += [record.first_at] if record.first_at else []
             lasts += [record.last_at] if record.last_at else []
         gap = None
@@ -89,13 +99,30 @@ async def row_lines(
             gap = rebuilding_line(part, min(firsts, default=None), max(lasts, default=None), tz)
         groups.append(lines)
         placeholders.append(gap)
-        expanded = sum(utf8_len(line) + 1 for line in lines)
+        # Each erased line counted whole: an upper bound of what the part costs once runs join.
+        expanded = sum(utf8_len(line if isinstance(line, str) else line.line(tz)) + 1 for line in lines)
         costs.append(PartCost(expanded, None if gap is None else utf8_len(gap) + 1))
     collapsed = gaps_to_collapse(costs, limit) if limit is not None else set()
-    out: list[str] = []
+    shown: list[str | ErasedRun] = []
     for k, lines in enumerate(groups):
         gap = placeholders[k]
-        out.extend([gap] if k in collapsed and gap is not None else lines)
+        shown.extend([gap] if k in collapsed and gap is not None else lines)
+    return _join_erased(shown, tz)
+
+
+def _join_erased(lines: list[str | ErasedRun], tz: str) -> list[str]:
+    """Each run of erased messages next to each other as one line."""
+    out: list[str] = []
+    run: ErasedRun | None = None
+    for line in [*lines, ""]:  # "" only flushes the last run
+        if isinstance(line, ErasedRun) and run is not None and run.end == line.first:
+            run = ErasedRun(run.first, line.end, run.first_at, line.last_at or run.last_at)
+            continue
+        if run is not None:
+            out.append(run.line(tz))
+        run = line if isinstance(line, ErasedRun) else None
+        if isinstance(line, str) and line:
+            out.append(line)
     return out
 
 

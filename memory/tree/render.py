@@ -58,6 +58,22 @@ def row_line(info: LineInfo, tz: str) -> str:
     return f"{address(info.node)} {date_span(info.first_at, info.last_at, tz)}|{text}"
 
 
+@dataclass(frozen=True, slots=True)
+class ErasedRun:
+    """Erased messages in a row, ``first`` to ``end`` (exclusive), shown as one line: after
+    `eva forget` a row showed one "(erased)" line per message (157 of them in one chat, which
+    took it from 239 to 581 lines). Its address has the line form, ``first+count``; a run of one
+    is exactly the line the erased node alone would show."""
+
+    first: int
+    end: int
+    first_at: datetime | None
+    last_at: datetime | None
+
+    def line(self, tz: str) -> str:
+        return f"{self.first}+{self.end - self.first} {date_span(self.first_at, self.last_at, tz)}|{ERASED}"
+
+
 def row_line_bytes(info: LineInfo, tz: str) -> int:
     """Bytes the line costs in the row budget, its newline included."""
     return utf8_len(row_line(info, tz)) + 1

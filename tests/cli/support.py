@@ -37,12 +37,15 @@ class Done:
         return [line for line in (self.out + self.err).splitlines() if line.strip()]
 
 
-async def eva(cwd: Path, *args: str | bytes, **settings: str) -> Done:
+async def eva(
+    cwd: Path, *args: str | bytes, stdin: int = asyncio.subprocess.DEVNULL, **settings: str
+) -> Done:
+    """``stdin``: no terminal unless a test passes one (a pty), whatever runs pytest."""
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith(SETTING_PREFIXES)}
-    env.update(PYTHONPATH=str(REPO), DATA_DIR=str(cwd / "data"), **settings)
+    env.update({"PYTHONPATH": str(REPO), "DATA_DIR": str(cwd / "data")} | settings)  # a test may set DATA_DIR
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", *args, cwd=cwd, env=env,
+        sys.executable, "-m", "bot.cli", *args, cwd=cwd, env=env, stdin=stdin,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:

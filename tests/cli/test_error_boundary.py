@@ -19,6 +19,7 @@ from bot.cli import admin as cli_admin
 from bot.cli import main as cli
 from bot.cli.args import chat_name, guild_or_dm, snowflake, text
 from bot.cli.errors import explain, settings_line
+from bot.cli.parser import build_parser
 from bot.errors import CliError, ServiceUnreachable
 from bot.settings import Settings
 from memory.storage.database import database_location, database_reason
@@ -155,7 +156,7 @@ def test_ids_in_range_and_dm_pass() -> None:
 
 
 def test_argparse_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    parser, _ = cli.build_parser()
+    parser = build_parser()
     with pytest.raises(SystemExit) as exited:
         parser.parse_args(["forget", "--guild", "99999999999999999999999", "--user", "1"])
     assert exited.value.code == 2

@@ -15,7 +15,8 @@ import discord.gateway
 import discord.http
 import pytest
 
-from bot.cli.main import build_parser
+from bot.cli.parser import build_parser
+from bot.cli.run import handlers
 from bot.client import EvaBot
 from bot.services import Services
 from bot.settings import Settings
@@ -56,10 +57,9 @@ def command_puts(fake: FakeDiscord) -> list[str]:
 async def test_sync_commands_registers_in_one_guild(
     fake: FakeDiscord, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    parser, handlers = build_parser()
-    args = parser.parse_args(["sync-commands", "--guild", str(fake.ids.guild)])
+    args = build_parser().parse_args(["sync-commands", "--guild", str(fake.ids.guild)])
     settings = fake_settings(fake)
-    assert await handlers[args.command](args, settings) == 0
+    assert await handlers()[args.command](args, settings) == 0
     assert command_puts(fake) == [f"/applications/{fake.ids.application}/guilds/{fake.ids.guild}/commands"]
     listed = fake.commands.listed(fake.ids.guild)
     assert {c["name"] for c in listed} == EXPECTED

@@ -308,6 +308,9 @@ def test_compose_rotates_both_services_logs_and_documents_the_persona_mount(tmp_
     )
     readme = (REPO / "README.md").read_text()
     assert "./persona.md:/config/persona.md:ro" in readme and "PERSONA_FILE=/config/persona.md" in readme
+    # A host's exports reach `eva import` through ./import, read-only, and the README says how.
+    assert re.search(r"^      - \./import:/import:ro\n", blocks["bot"], re.M)
+    assert "docker compose run --rm bot import /import/" in readme and "./import" in readme
     binary = shutil.which("docker-compose")
     if binary is None:
         return  # the structure above is checked; the real parse needs docker-compose (.ci/run installs it)

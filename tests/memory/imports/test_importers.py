@@ -270,6 +270,12 @@ def test_bad_jsonl(tmp_path: Path, content: str | bytes, expected: str) -> None:
     [
         ("notes.txt", "hello\n", detect_format, r"^notes\.txt line 1: not a JSON object"),
         (
+            "package.json",
+            '{"name": "x", "version": "1"}\n',
+            detect_format,
+            r"^package\.json: not a chat export: expected a JSONL chat log .* or DiscordChatExporter's JSON",
+        ),
+        (
             "chat.json",
             '{\n  "guild": {},\n  "messages": [1 2]\n}\n',
             read_dce,
@@ -277,7 +283,7 @@ def test_bad_jsonl(tmp_path: Path, content: str | bytes, expected: str) -> None:
         ),
         ("chat.json", b'{\n  "messages": ["\xff"]\n}\n', read_dce, r"^chat\.json: not valid UTF-8"),
     ],
-    ids=["not-an-export", "dce-syntax-error-names-the-line", "dce-bad-utf8"],
+    ids=["not-an-export", "other-json", "dce-syntax-error-names-the-line", "dce-bad-utf8"],
 )
 def test_a_broken_file_is_named_in_the_error(
     tmp_path: Path, name: str, content: str | bytes, reader: Any, expected: str
