@@ -12,7 +12,9 @@ cooldown in that channel is held until the cooldown ends, then queued with whate
 person sent meanwhile (bot/reply/cooldown.py). Files of the triggers are read for the turn
 (bot/reply/attachments.py), and with STREAM_REPLIES the answer grows on screen (bot/reply/live.py).
 A reply reads only what its asker may read: someone denied the channel's history is answered
-by a turn of their own without the memory (bot/reply/access.py).
+by a turn of their own without the memory (bot/reply/access.py). A DM with a person who
+opted out of DM memory has no chat (none is made for them): they are answered by a turn without
+the memory too, as a server answers them, and the reply is not logged either.
 The cog never logs a message itself: ingest logs every message, the bot's own replies
 included; a turn waits for ingest to flush its chat so the trigger is in the tail it reads.
 
@@ -38,7 +40,7 @@ from bot.core.prompts import system_prompt
 from bot.core.tools import TOOLS, TOOLS_WITHOUT_MEMORY, ToolContext, ToolResult, run_tool
 from bot.core.turn import Trigger, TurnNote
 from bot.core.turn_loop import TurnRequest, TurnResult, run_turn
-from bot.gateway.chats import chat_for_channel
+from bot.gateway.chats import chat_for_channel, is_dm
 from bot.gateway.running import ingest_of
 from bot.reply.access import (
     WITHOUT_MEMORY_LINE,
@@ -67,6 +69,8 @@ from bot.services import Services, services_of
 log = structlog.get_logger(__name__)
 
 FLUSH_TIMEOUT = 10.0  # seconds to wait for ingest; past it the trigger goes inline in the note
+NO_CHAT = 0  # the chat id of a turn in a DM that is not remembered (chat ids start at 1)
+OPTED_OUT_DM_LINE = "-# I don't remember our DMs: you asked me not to. /remember-me turns it back on."
 
 
 @dataclass(eq=False)
@@ -206,17 +210,19 @@ class ReplyCog(commands.Cog):
             )
         try:
             chat_id = await self._chat_id(trigger.channel, trigger.author)
-            if chat_id is None:
+            if chat_id is None and not is_dm(trigger.channel):
                 return
+            if chat_id is None:  # a DM with a person who opted out: no chat is kept, none made
+                group = TurnGroup(group.messages, memory=False)
             async with typing_indicator(trigger.channel):
-                result = await self._think(chat_id, guild_id, group, apart, live)
+                result = await self._think(chat_id or NO_CHAT, guild_id, group, apart, live)
             if result.failure is not None:
                 log.warning("reply.claude_failed", chat_id=chat_id, **ids, reason=result.failure)
                 text = CLAUDE_DOWN_NOTE
             else:
                 text = result.text or EMPTY_REPLY_NOTE
                 if not group.memory:  # say why nothing earlier is remembered for them
-                    text = f"{text}\n\n{WITHOUT_MEMORY_LINE}"
+                    text = f"{text}\n\n{WITHOUT_MEMORY_LINE if chat_id is not None else OPTED_OUT_DM_LINE}"
                 log.info(
                     "reply.answered",
                     chat_id=chat_id,

@@ -123,7 +123,10 @@ class GuildSettingsStore:
 
     async def dm_spent(self, now: datetime, timezone: str) -> Decimal:
         dm_chats = select(Chat.id).where(Chat.kind == "dm")
-        return await self._spent(UsageEntry.chat_id.in_(dm_chats), since=month_start(now, timezone))
+        # A reply row with neither chat nor guild is a DM's: one with a person who opted out (no
+        # chat is kept) or whose DM chat was erased since (the ledger keeps the row, chat NULL).
+        unkept = UsageEntry.chat_id.is_(None) & UsageEntry.guild_id.is_(None) & (UsageEntry.kind == "reply")
+        return await self._spent(UsageEntry.chat_id.in_(dm_chats) | unkept, since=month_start(now, timezone))
 
     async def _spent(self, *conditions: Any, since: datetime) -> Decimal:
         async with self.sessions() as s:
