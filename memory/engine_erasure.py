@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.clock import Clock
 from memory.config import MemoryConfig
+from memory.policy import rate_marks
 from memory.privacy import erase, erase_everywhere
 from memory.privacy.bot_words import redact_bot_messages
 from memory.privacy.erase import ErasureReport
@@ -72,6 +73,7 @@ class EngineErasure:
                 floor = moment() if moment is not None else None
                 if floor is not None:
                     await erase.set_backfill_floor(s, chat_ids, floor)
+            await rate_marks.forget_person(s, author_id)
         self.purge_due = True
         return report
 
@@ -96,6 +98,7 @@ class EngineErasure:
             report = await erase_everywhere.erase_person_everywhere(
                 s, author_id, self.clock.now(), dms, names
             )
+            await rate_marks.forget_person(s, author_id)
         self.purge_due = True
         return report
 

@@ -1,4 +1,6 @@
-"""`eva forget` and `eva wipe`: erasing a person, or one chat, from the command line.
+"""`eva forget` and `eva wipe`: erasing a person, or one chat, from the command line; and
+`eva export --user ID`, what erasing that person everywhere would remove (/export-me's file,
+every chat: the host answers a person's request for their data).
 
 Both VACUUM before they exit (no scheduler runs here to do it), so the erased words leave
 the table files at once (memory.privacy.erase.purge_dead_rows).
@@ -7,6 +9,8 @@ the table files at once (memory.privacy.erase.purge_dead_rows).
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +48,30 @@ def register(subs: Any, handlers: dict[str, Any]) -> None:
     which.add_argument(
         "--id", type=chat_id, help="the chat's own id (listed when a name matches several chats)"
     )
-    handlers.update(forget=cmd_forget, wipe=cmd_wipe)
+    p = subs.add_parser("export", help="write everything one person wrote, in every chat, as JSON")
+    p.add_argument("--user", required=True, type=snowflake)
+    p.add_argument("--out", metavar="FILE", help="write to this file (default: standard output)")
+    handlers.update(forget=cmd_forget, wipe=cmd_wipe, export=cmd_export)
+
+
+async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as engine:
+        export = await engine.export_person(args.user, None, everywhere=True)
+    text = export.render()
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        await asyncio.to_thread(write_new, args.out, text)
+    except OSError as exc:
+        raise CliError(f"cannot write {args.out}: {exc.strerror or exc}; choose another --out") from None
+    print(f"wrote {len(export.messages)} messages of user {args.user} to {args.out}", file=sys.stderr)
+    return 0
+
+
+def write_new(path: str, text: str) -> None:
+    with open(path, "x", encoding="utf-8") as file:  # never overwrite: it may be another's
+        file.write(text)
 
 
 async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
