@@ -33,6 +33,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 TABLES = (
     "guild_settings",
+    "rate_marks",
     "reconcile_cursors",
     "usage_ledger",
     "opt_outs",

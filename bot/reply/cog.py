@@ -2,8 +2,9 @@
 
 Triggers (docs/design.md section 9; bot/reply/triggers.py): a mention of the bot (or of its
 managed role), a reply to one of its messages, its name as a whole word (REPLY_TO_NAME), any DM
-(REPLY_IN_DMS). Other bots are ignored (IGNORE_BOTS), and so is the bot itself; @everyone is not
-a mention of the bot.
+(REPLY_IN_DMS); and in a server's join-in channels, a message to the room that a cheap check
+says Eva can help with (bot/reply/join_in.py). Other bots are ignored (IGNORE_BOTS), and so is
+the bot itself; @everyone is not a mention of the bot.
 
 Each chat has one worker task at most: triggers queue up while a turn runs, and the next turn
 answers all of them at once (they are all in its tail). Before a turn starts the worker waits
@@ -53,6 +54,7 @@ from bot.reply.access import (
 from bot.reply.attachments import FileLimits, file_blocks, read_files, turn_sources
 from bot.reply.cooldown import CooldownGate
 from bot.reply.gate import ReplyGate
+from bot.reply.join_in import JoinIn
 from bot.reply.limits import (
     CAP_NOTE,
     CLAUDE_DOWN_NOTE,
@@ -90,6 +92,8 @@ class ReplyCog(commands.Cog):
         self.cooldown = CooldownGate(self.settings.user_cooldown_seconds)
         self.queues: dict[int, ChatQueue] = {}
         self.gate = ReplyGate(bot, services)  # per-server settings and spending
+        self.join_in = JoinIn(bot, services, self.gate)  # answering unasked in join-in channels
+        self.unprompted: set[int] = set()  # ids of queued messages nobody addressed to Eva
         # The streamed reply's edit interval runs on these (tests drive them by hand).
         self.live_clock: Callable[[], float] = time.monotonic
         self.live_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
@@ -110,6 +114,9 @@ class ReplyCog(commands.Cog):
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
         if not self.is_trigger(message):
+            if await self.join_in.consider(message):  # a join-in channel, asked of the room
+                self.unprompted.add(message.id)
+                self._enqueue(self.queues.setdefault(message.channel.id, ChatQueue()), [message])
             return
         queue = self.queues.setdefault(message.channel.id, ChatQueue())
         author_id = message.author.id
@@ -271,7 +278,9 @@ class ReplyCog(commands.Cog):
             elsewhere = [await self._trigger(chat_id, message) for message in apart]
             view = await engine.prompt_view(chat_id)
             apart_shown = tuple(t for t in elsewhere if t.index is not None)  # in the tail
-            note = TurnNote(now, view.timezone, triggers, answered_apart=apart_shown)
+            unprompted = all(message.id in self.unprompted for message in batch)
+            self.unprompted.difference_update(message.id for message in batch)
+            note = TurnNote(now, view.timezone, triggers, answered_apart=apart_shown, unprompted=unprompted)
             sources = await turn_sources(engine, chat_id, batch, guild_id)
             tools, lifetimes = TOOLS, self.turn_gaps.lifetimes(chat_id, now)
         else:  # nothing of the chat: not its row, its tail, its files, nor its indexes

@@ -19,7 +19,14 @@ from memory.policy.guild_policy import GuildChoices, day_start, month_start
 from memory.storage.database import translates_storage_errors
 from memory.storage.models import Chat, GuildSettings, UsageEntry
 
-LIST_COLUMNS = ("reply_channels", "allow_roles", "block_roles", "allow_members", "block_members")
+LIST_COLUMNS = (
+    "reply_channels",
+    "join_in_channels",
+    "allow_roles",
+    "block_roles",
+    "allow_members",
+    "block_members",
+)
 SCALAR_COLUMNS = (
     "reply_mode",
     "reply_to_name",
@@ -36,6 +43,7 @@ def _choices(row: GuildSettings | None) -> GuildChoices:
     return GuildChoices(
         reply_mode=row.reply_mode,
         reply_channels=frozenset(int(x) for x in row.reply_channels or ()),
+        join_in_channels=frozenset(int(x) for x in row.join_in_channels or ()),
         reply_to_name=row.reply_to_name,
         allow_roles=frozenset(int(x) for x in row.allow_roles or ()),
         block_roles=frozenset(int(x) for x in row.block_roles or ()),
