@@ -60,6 +60,7 @@ class JoinIn:
             if message.author.id in await engine.opted_out(guild.id):
                 return False
             if await engine.mark_wait(JOIN_IN_MARK, channel.id, self.cooldown) > 0:
+                log.info("join_in.cooling_down", **ids)
                 return False
             if not (await self.gate.check(message, unprompted=True)).admitted:
                 return False
