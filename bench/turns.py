@@ -26,7 +26,8 @@ from typing import Any
 
 from bench.baselines import RollingSummary
 from bench.cache_model import CacheMeter, MeteredSummarizer, MeterFigures, corpus_seconds
-from bench.meters import AUTO, COMPACT_MODELS, ReplyMeter
+from bench.join_in import JoinInMeter
+from bench.meters import AUTO, COMPACT_MODELS, ReplyMeter, compact_model
 from bench.replay_loop import replay
 from memory import ImportedMessage, MemoryConfig, MemoryEngine, Summarizer, read_any
 from memory.clock import SimulatedClock
@@ -100,6 +101,7 @@ class RunFigures:
     largest_prompt_bytes: int
     rolling: dict[str, Any] | None = None
     seconds: float = 0.0
+    join_in: JoinInMeter | None = None
 
 
 class TurnHooks:
@@ -126,6 +128,8 @@ class TurnHooks:
         )
         self.memory: MemoryEngine | None = None
         self.chat_id = 0
+        # Every message as one of a join-in channel (bench/join_in.py states the model).
+        self.join_in = JoinInMeter(compact_model(), corpus_seconds(self.clock)) if spec.turns else None
 
     def wrap(self, summarizer: FakeSummarizer) -> Summarizer:
         return MeteredSummarizer(summarizer, list(self.compact_meters.values()))
@@ -136,9 +140,11 @@ class TurnHooks:
     async def message(self, index: int, record: ImportedMessage) -> None:
         if self.rolling is not None:
             self.rolling.message(index, record)
+        assert self.memory is not None
+        if self.join_in is not None and self.join_in.wants(record):
+            self.join_in.account(index, record, await self.memory.prompt_view(self.chat_id))
         if not self.spec.turns or not self.sampler.wants(index, record):
             return
-        assert self.memory is not None
         view = await self.memory.prompt_view(self.chat_id)
         self.replies.account(view, index, record)
         if self.rolling is not None:
@@ -175,6 +181,7 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         largest_prompt_bytes=hooks.replies.largest_prompt_bytes,
         rolling=hooks.rolling.figures() if hooks.rolling is not None else None,
         seconds=round(time.perf_counter() - started, 1),
+        join_in=hooks.join_in,
     )
 
 
@@ -210,4 +217,6 @@ def headline(run: RunFigures, compact_model: str, reply_policy: str = AUTO) -> d
             rolling = run.rolling["replies_by_ttl"][reply_policy]
             out["rolling_summary_usd_per_turn"] = round(rolling.cost_usd / max(run.rolling["turns"], 1), 5)
             out["rolling_summary_cache_read_share"] = round(rolling.read_share, 4)
+        if run.join_in is not None:
+            out.update(run.join_in.figures(reply.cost_usd / run.turns))
     return out

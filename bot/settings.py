@@ -62,6 +62,8 @@ class Settings(BaseSettings):
     tool_result_bytes: int = 8000  # cap on one tool result sent back to the model
     debounce_seconds: float = 1.5
     user_cooldown_seconds: float = 10.0
+    # Join-in channels (/settings join-in): at most one unprompted reply per channel this often.
+    join_in_cooldown: float = Field(default=600.0, ge=0)
     guild_monthly_reply_cap: int = 0  # 0 = off
     prices: dict[str, ModelPrice] = Field(default_factory=default_prices)
 

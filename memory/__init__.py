@@ -33,12 +33,15 @@ from memory.imports.readers import (
 )
 from memory.imports.write import ImportJob, ImportResult
 from memory.policy.guild_settings import GuildSettingsStore
+from memory.policy.rate_marks import EXPORT as EXPORT_MARK
+from memory.policy.rate_marks import JOIN_IN as JOIN_IN_MARK
 from memory.policy.settings_audit import AuditEntry, Changer
 from memory.pricing import PriceTable, Usage
 from memory.privacy.erase import ErasureReport
 from memory.privacy.reconcile import PAGE as RECONCILE_PAGE
 from memory.privacy.reconcile import DueWalk, LoggedMessage, ReconcileState, text_digest
 from memory.reading.dashboard import DaySpend, Totals
+from memory.reading.export import PersonExport
 from memory.reading.reads import PAGE_INDENT, RECALL_MAX_LIMIT
 from memory.reading.stats import ChatStats, NodeDetail
 from memory.reading.view import PromptView
@@ -88,6 +91,8 @@ PUBLIC_MODULES = (
 )
 
 __all__ = [
+    "EXPORT_MARK",
+    "JOIN_IN_MARK",
     "PAGE_INDENT",
     "PUBLIC_MODULES",
     "RECALL_MAX_LIMIT",
@@ -122,6 +127,7 @@ __all__ = [
     "NewMessage",
     "NodeDetail",
     "PassReport",
+    "PersonExport",
     "PriceTable",
     "PrivacyOverview",
     "PromptView",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -23,10 +24,12 @@ from memory.engine_dashboard import EngineDashboard
 from memory.engine_erasure import DM_SCOPE, EngineErasure
 from memory.errors import ChatNotEmpty
 from memory.imports.write import ImportJob, ImportResult, write_import
+from memory.policy import rate_marks
 from memory.policy.guild_settings import GuildSettingsStore
 from memory.pricing import PriceTable
 from memory.privacy import erase
-from memory.reading import reads
+from memory.reading import export, reads
+from memory.reading.export import PersonExport
 from memory.reading.view import PromptView, prompt_view
 from memory.storage import log
 from memory.storage.chats import ensure_chat, find_chat, get_chat, matching_chats
@@ -73,6 +76,28 @@ class MemoryEngine(EngineBooks, EngineErasure, EngineDashboard):
         # Set by every erasure and edit: the old row versions still hold the words in the
         # table files until VACUUM (see :meth:`purge`; the bot's scheduler runs it).
         self.purge_due = False
+
+    # --- a person's own data, and limits in time
+    async def export_person(
+        self, user_id: int, guild_id: int | None, *, everywhere: bool = False
+    ) -> PersonExport:
+        """Everything kept that ``user_id`` wrote: in a guild, in their DMs (``guild_id`` None
+        or 0), or ``everywhere`` (the host's export); memory/reading/export.py."""
+        async with self.sessions() as s:
+            scope = "everywhere" if everywhere else "dms" if guild_id in (None, DM_SCOPE) else "server"
+            dms = await self._dm_chats_of(s, user_id) if scope == "dms" else []
+            where = export.chats_in_scope(scope, guild_id, dms)
+            return await export.export_person(s, user_id, scope, where, self.clock.now())
+
+    async def mark_wait(self, kind: str, scope: int, every: timedelta) -> float:
+        """Seconds until ``kind`` may happen again in ``scope`` (memory/policy/rate_marks.py)."""
+        async with self.sessions() as s:
+            return await rate_marks.wait_of(s, kind, scope, every, self.clock.now())
+
+    async def claim_mark(self, kind: str, scope: int, every: timedelta) -> bool:
+        """Mark ``kind`` as happening now in ``scope``; False when it happened within ``every``."""
+        async with self.sessions() as s, s.begin():
+            return await rate_marks.claim(s, kind, scope, every, self.clock.now())
 
     # --- chats
     async def ensure_chat(self, key: ChatKey) -> int:

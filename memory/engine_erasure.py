@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.clock import Clock
 from memory.config import MemoryConfig
-from memory.policy import settings_audit
+from memory.policy import rate_marks, settings_audit
 from memory.privacy import erase, erase_everywhere
 from memory.privacy.bot_words import redact_bot_messages
 from memory.privacy.erase import ErasureReport
@@ -76,6 +76,7 @@ class EngineErasure:
                 floor = moment() if moment is not None else None
                 if floor is not None:
                     await erase.set_backfill_floor(s, chat_ids, floor)
+            await rate_marks.forget_person(s, author_id)
         self.purge_due = True
         return report
 
@@ -102,6 +103,7 @@ class EngineErasure:
             )
             await settings_audit.forget_user(s, author_id)
             await dashboard_links.forget_user(s, author_id)
+            await rate_marks.forget_person(s, author_id)
         self.purge_due = True
         return report
 

@@ -35,6 +35,7 @@ TABLES = (
     "settings_audit",
     "dashboard_links",
     "guild_settings",
+    "rate_marks",
     "reconcile_cursors",
     "usage_ledger",
     "opt_outs",

@@ -1,4 +1,6 @@
-"""`eva forget` and `eva wipe`: erasing a person, or one chat, from the command line.
+"""`eva forget` and `eva wipe`: erasing a person, or one chat, from the command line; and
+`eva export --user ID`, what erasing that person everywhere would remove (/export-me's file,
+every chat: the host answers a person's request for their data).
 
 Both VACUUM before they exit (no scheduler runs here to do it), so the erased words leave
 the table files at once (memory.privacy.erase.purge_dead_rows).
@@ -71,6 +73,26 @@ def forget_preview(user: int, scope: int | None, chats: Sequence[tuple[str, int]
         "The memory lines built over these messages are removed and rebuilt without them."
     )
     return "\n".join(lines)
+
+
+async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    async with _engine(settings) as engine:
+        export = await engine.export_person(args.user, None, everywhere=True)
+    text = export.render()
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        await asyncio.to_thread(write_new, args.out, text)
+    except OSError as exc:
+        raise CliError(f"cannot write {args.out}: {exc.strerror or exc}; choose another --out") from None
+    print(f"wrote {len(export.messages)} messages of user {args.user} to {args.out}", file=sys.stderr)
+    return 0
+
+
+def write_new(path: str, text: str) -> None:
+    with open(path, "x", encoding="utf-8") as file:  # never overwrite: it may be another's
+        file.write(text)
 
 
 async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:

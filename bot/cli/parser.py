@@ -110,6 +110,9 @@ def _erasure(subs: Any) -> None:
         "--id", type=chat_id, help="the chat's own id (listed when a name matches several chats)"
     )
     _confirmation(p)
+    p = subs.add_parser("export", help="write everything one person wrote, in every chat, as JSON")
+    p.add_argument("--user", required=True, type=snowflake)
+    p.add_argument("--out", metavar="FILE", help="write to this file (default: standard output)")
 
 
 def _confirmation(p: argparse.ArgumentParser) -> None:

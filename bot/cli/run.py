@@ -44,6 +44,7 @@ def handlers() -> dict[str, Handler]:
         "stats": cli_memory.cmd_stats,
         "forget": cli_erasure.cmd_forget,
         "wipe": cli_erasure.cmd_wipe,
+        "export": cli_erasure.cmd_export,
     }
 
 

@@ -1,4 +1,4 @@
-"""Commands for everyone: /zoom, /recall, /forget-me, /remember-me.
+"""Commands for everyone: /zoom, /recall, /forget-me, /remember-me, /export-me.
 
 Each answers privately (ephemeral) and only ever about the channel, thread or DM it is used
 in: the memory is looked up from the interaction's own channel, never from an option, so
@@ -7,7 +7,10 @@ no one can read another channel's memory through these commands (docs/design.md 
 
 from __future__ import annotations
 
+import gzip
+import io
 import re
+from datetime import timedelta
 
 import discord
 import structlog
@@ -19,7 +22,7 @@ from bot.commands.pagination import send_paged
 from bot.commands.tree import ServicesCog, answer, interaction_ids
 from bot.commands.ui import ConfirmView, address_choices, ask_to_confirm
 from bot.gateway.running import ingest_of
-from memory import PAGE_INDENT, MemoryEngine
+from memory import EXPORT_MARK, PAGE_INDENT, MemoryEngine, PersonExport
 from memory.errors import UserFacingError
 
 log = structlog.get_logger(__name__)
@@ -31,6 +34,10 @@ NO_HISTORY_HERE = (
 MESSAGE_PAGES_SHOWN = 10  # engine pages of one message joined for a person (10 x 4,000 chars)
 RECALL_LIMIT = 10  # hits for a person; the answer is paginated, so more than the model's 5
 RECALL_CHARS = 12_000
+
+EXPORT_EVERY = timedelta(hours=1)  # a person's export reads all of their messages: once an hour
+EXPORT_FILE_BYTES = 10 * 1024 * 1024  # Discord's upload limit for a bot's message; past it, gzip
+EXPORT_TOO_SOON = "You can have one export an hour; ask again in {minutes} minutes."
 
 # reads.zoom heads each page of a long message with "(page p of N of message #k. Next: ...)".
 _PAGE_HEAD = re.compile(r"\(page (\d+) of (\d+) of message #\d+\.[^\n]*\)\n")
@@ -135,6 +142,19 @@ class People(ServicesCog):
         view = ConfirmView(user_id, confirm_label="Erase my messages", on_confirm=confirmed)
         await ask_to_confirm(interaction, text, view)
 
+    @app_commands.command(name="export-me", description="A private file of everything I keep that you wrote")
+    async def export_me(self, interaction: discord.Interaction) -> None:
+        engine, guild_id, user_id = self.services.engine, interaction.guild_id, interaction.user.id
+        # Claimed before the export is read: the limit holds with two processes and restarts.
+        if not await engine.claim_mark(EXPORT_MARK, user_id, EXPORT_EVERY):
+            wait = await engine.mark_wait(EXPORT_MARK, user_id, EXPORT_EVERY)
+            raise UserFacingError(EXPORT_TOO_SOON.format(minutes=max(1, round(wait / 60))))
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        export = await engine.export_person(user_id, guild_id)
+        log.info("export_me.sent", messages=len(export.messages), **interaction_ids(interaction))
+        where = "in this server" if guild_id else "in our direct messages"
+        await answer(interaction, export_summary(export, where), file=export_file(export))
+
     @app_commands.command(
         name="remember-me", description="Let me remember your messages again after /forget-me"
     )
@@ -142,6 +162,24 @@ class People(ServicesCog):
         ingest, guild_id, user_id = ingest_of(self.bot), interaction.guild_id, interaction.user.id
         said = await remember_person(self.services, ingest, guild_id, user_id, asked_at=interaction.id)
         await answer(interaction, said)
+
+
+def export_file(export: PersonExport) -> discord.File:
+    """The export as a file Discord takes: JSON, gzipped when it is over the upload limit."""
+    data = export.render().encode()
+    name = f"eva-export-{export.user_id}.json"
+    if len(data) > EXPORT_FILE_BYTES:
+        data, name = gzip.compress(data), f"{name}.gz"
+    return discord.File(io.BytesIO(data), filename=name)
+
+
+def export_summary(export: PersonExport, where: str) -> str:
+    chats = len(export.chats)
+    return (
+        f"Everything I keep that you wrote {where}: {len(export.messages)} messages"
+        f" in {chats} {'chat' if chats == 1 else 'chats'}, each with its chat, date and text, and how"
+        f" many of my memory lines credit or name you. {export.erasure}"
+    )
 
 
 async def setup(bot: commands.Bot) -> None:

@@ -41,8 +41,11 @@ def _ids(prefix: str, ids: frozenset[int]) -> str:
     return ", ".join(f"<{prefix}{i}>" for i in sorted(ids)) or "none"
 
 
-def describe(policy: Policy, bot_name: str, allowed_models: list[str], spent: Decimal) -> str:
+def describe(
+    policy: Policy, bot_name: str, allowed_models: list[str], spent: Decimal, join_in_cooldown: float = 600
+) -> str:
     """What /settings show says (pure). A * marks what this server chose itself."""
+    cooldown = minutes(join_in_cooldown)
 
     def star(name: str) -> str:
         return "*" if name in policy.overridden else ""
@@ -67,18 +70,25 @@ def describe(policy: Policy, bot_name: str, allowed_models: list[str], spent: De
             money += ", replies paused until the 1st"
         alerts = f"<#{policy.alert_channel_id}>" if policy.alert_channel_id else "a DM to the server owner"
         money += f"; the 80% warning goes to {alerts}"
+    joining = _ids("#", policy.join_in_channels) if policy.join_in_channels else "none (off)"
     yes_no = "yes" if policy.reply_to_name else "no"
     lines = [
         "Settings of this server (* = chosen here; the rest are the host's defaults):",
         f"Replies{star('reply_mode')}: {where}.",
         f"My name ({bot_name}) makes me reply{star('reply_to_name')}: {yes_no}"
         " (mentions and replies to me always do).",
+        f"I join in unasked (at most once per {cooldown}) in: {joining}.",
         f"Who may talk to me: {who}.",
         f"Model{star('model')}: {policy.model} (the host allows {', '.join(allowed_models)}).",
         f"Time zone{star('timezone')}: {policy.timezone}.",
         f"Budget{star('monthly_budget_usd')}: {money}.",
     ]
     return "\n".join(lines)
+
+
+def minutes(seconds: float) -> str:
+    whole = max(1, round(seconds / 60))
+    return f"{whole} minute{'s' if whole != 1 else ''}" if seconds >= 60 else f"{int(seconds)} seconds"
 
 
 class ServerSettings(ManagersCog):
@@ -102,7 +112,8 @@ class ServerSettings(ManagersCog):
             guild_id, self.services.clock.now(), policy.timezone
         )
         settings = self.services.settings
-        await answer(interaction, describe(policy, settings.bot_name, settings.reply_models(), spent))
+        shown = describe(policy, settings.bot_name, settings.reply_models(), spent, settings.join_in_cooldown)
+        await answer(interaction, shown)
 
     @settings.command(name="replies", description="Where I reply: everywhere, listed channels, or nowhere")
     @app_commands.describe(where="everywhere I can read, only listed channels, or nowhere (listen only)")
@@ -130,6 +141,29 @@ class ServerSettings(ManagersCog):
         if policy.reply_mode != "channels":
             text += " The list applies once you choose /settings replies where:channels."
         await self._changed(interaction, "reply-channel", text)
+
+    @settings.command(
+        name="join-in", description="Add or remove a channel where I may answer questions to the room unasked"
+    )
+    @app_commands.describe(
+        channel="The channel (its threads count too)", listed="True adds, False removes (default: off)"
+    )
+    async def join_in(
+        self, interaction: discord.Interaction, channel: ChannelOption, listed: bool = True
+    ) -> None:
+        changed = await store_of(self.services).change_list(
+            interaction.guild_id or 0, "join_in_channels", channel.id, listed
+        )
+        every = minutes(self.services.settings.join_in_cooldown)
+        if listed:
+            text = (
+                f"In {channel.mention} I {'now' if changed else 'already'} answer unasked when someone asks"
+                f" the room something I can help with, at most once every {every}; never to people who"
+                " asked me to forget them. Each check is a small model call, counted in the budget."
+            )
+        else:
+            text = f"In {channel.mention} I {'no longer' if changed else 'already do not'} answer unasked."
+        await self._changed(interaction, "join-in", text)
 
     @settings.command(name="name-trigger", description="Whether my name alone makes me reply")
     @app_commands.describe(enabled="True: saying my name makes me reply; mentions always do")

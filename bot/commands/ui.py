@@ -10,8 +10,12 @@ Usage::
     #                view.message = await itx.original_response()
 
 Only the owner's press counts: anyone else gets an ephemeral "This button is not for you." and
-nothing happens. Confirm runs ``on_confirm`` once (a second press is refused) and replaces the
-message with the text it returns; Cancel and the timeout change nothing and say so.
+nothing happens. Confirm runs ``on_confirm`` once and replaces the message with the text it
+returns; Cancel and the timeout change nothing and say so. A press after the first (a double
+click, or a client still showing the buttons while the erasure runs) is answered privately
+with ALREADY_DONE: the view keeps listening until its timeout rather than stopping at the first
+press, since a stopped view is no longer dispatched to and Discord would show "interaction
+failed" for the second press.
 """
 
 from __future__ import annotations
@@ -67,7 +71,8 @@ class ConfirmView(discord.ui.View):
         self, interaction: discord.Interaction, _: discord.ui.Button[ConfirmView]
     ) -> None:
         self.outcome = "confirmed"  # set before any await: a double press is refused
-        self.stop()
+        # Not stopped: the view stays registered until its timeout so that a second press
+        # reaches interaction_check and is told ALREADY_DONE.
         # The work may take longer than Discord's 3 s to acknowledge: defer, then edit.
         await interaction.response.defer()
         try:
@@ -88,8 +93,7 @@ class ConfirmView(discord.ui.View):
     async def cancel_button(
         self, interaction: discord.Interaction, _: discord.ui.Button[ConfirmView]
     ) -> None:
-        self.outcome = "cancelled"
-        self.stop()
+        self.outcome = "cancelled"  # the view keeps listening (see confirm_button)
         await interaction.response.edit_message(content=CANCELLED, view=None)
 
     async def on_timeout(self) -> None:

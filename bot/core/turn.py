@@ -60,6 +60,13 @@ ANSWERED_APART_NOTE = (
     "this channel's message history): do not answer it in this reply."
 )
 
+# A join-in channel's unasked answer (bot/reply/join_in.py): in the note, so the cached prefix
+# (tools, system, row, tail) is the same as an addressed turn's.
+UNPROMPTED_NOTE = (
+    "Nobody addressed you: you are joining in because the message seems to ask you or the room "
+    "something you can help with. Answer it briefly and helpfully, as a friend in the group would."
+)
+
 _TAIL_INDEX = re.compile(r"#(\d+) ")
 
 Block = dict[str, Any]
@@ -83,6 +90,7 @@ class TurnNote:
     triggers: tuple[Trigger, ...]  # oldest first; the reply answers the last one
     memory: bool = True  # False: the asker may not read this chat's history (nothing of it shown)
     answered_apart: tuple[Trigger, ...] = ()  # tail messages answered by a turn without memory
+    unprompted: bool = False  # nobody addressed Eva: a join-in channel's check said yes
 
     @property
     def asker(self) -> Trigger:
@@ -156,6 +164,8 @@ def note_text(note: TurnNote) -> str:
         lines.append(ANSWERED_APART_NOTE.format(name=_name(trigger), index=trigger.index))
     if not note.memory:
         lines.append(WITHOUT_MEMORY_NOTE.format(name=_name(note.asker)))
+    if note.unprompted:
+        lines.append(UNPROMPTED_NOTE)
     for trigger in note.triggers:
         if trigger.index is None and trigger.text is not None:
             shown = neutralize_frames(quoted(trigger.text))

@@ -2,8 +2,9 @@
 
 Triggers (docs/design.md section 9; bot/reply/triggers.py): a mention of the bot (or of its
 managed role), a reply to one of its messages, its name as a whole word (REPLY_TO_NAME), any DM
-(REPLY_IN_DMS). Other bots are ignored (IGNORE_BOTS), and so is the bot itself; @everyone is not
-a mention of the bot.
+(REPLY_IN_DMS); and in a server's join-in channels, a message to the room that a cheap check
+says Eva can help with (bot/reply/join_in.py). Other bots are ignored (IGNORE_BOTS), and so is
+the bot itself; @everyone is not a mention of the bot.
 
 Each chat has one worker task at most: triggers queue up while a turn runs, and the next turn
 answers all of them at once (they are all in its tail). Before a turn starts the worker waits
@@ -12,7 +13,9 @@ cooldown in that channel is held until the cooldown ends, then queued with whate
 person sent meanwhile (bot/reply/cooldown.py). Files of the triggers are read for the turn
 (bot/reply/attachments.py), and with STREAM_REPLIES the answer grows on screen (bot/reply/live.py).
 A reply reads only what its asker may read: someone denied the channel's history is answered
-by a turn of their own without the memory (bot/reply/access.py).
+by a turn of their own without the memory (bot/reply/access.py). A DM with a person who
+opted out of DM memory has no chat (none is made for them): they are answered by a turn without
+the memory too, as a server answers them, and the reply is not logged either.
 The cog never logs a message itself: ingest logs every message, the bot's own replies
 included; a turn waits for ingest to flush its chat so the trigger is in the tail it reads.
 
@@ -38,7 +41,7 @@ from bot.core.prompts import system_prompt
 from bot.core.tools import TOOLS, TOOLS_WITHOUT_MEMORY, ToolContext, ToolResult, run_tool
 from bot.core.turn import Trigger, TurnNote
 from bot.core.turn_loop import TurnRequest, TurnResult, run_turn
-from bot.gateway.chats import chat_for_channel
+from bot.gateway.chats import chat_for_channel, is_dm
 from bot.gateway.running import ingest_of
 from bot.reply.access import (
     WITHOUT_MEMORY_LINE,
@@ -51,6 +54,7 @@ from bot.reply.access import (
 from bot.reply.attachments import FileLimits, file_blocks, read_files, turn_sources
 from bot.reply.cooldown import CooldownGate
 from bot.reply.gate import ReplyGate
+from bot.reply.join_in import JoinIn
 from bot.reply.limits import (
     CAP_NOTE,
     CLAUDE_DOWN_NOTE,
@@ -67,6 +71,8 @@ from bot.services import Services, services_of
 log = structlog.get_logger(__name__)
 
 FLUSH_TIMEOUT = 10.0  # seconds to wait for ingest; past it the trigger goes inline in the note
+NO_CHAT = 0  # the chat id of a turn in a DM that is not remembered (chat ids start at 1)
+OPTED_OUT_DM_LINE = "-# I don't remember our DMs: you asked me not to. /remember-me turns it back on."
 
 
 @dataclass(eq=False)
@@ -86,6 +92,8 @@ class ReplyCog(commands.Cog):
         self.cooldown = CooldownGate(self.settings.user_cooldown_seconds)
         self.queues: dict[int, ChatQueue] = {}
         self.gate = ReplyGate(bot, services)  # per-server settings and spending
+        self.join_in = JoinIn(bot, services, self.gate)  # answering unasked in join-in channels
+        self.unprompted: set[int] = set()  # ids of queued messages nobody addressed to Eva
         # The streamed reply's edit interval runs on these (tests drive them by hand).
         self.live_clock: Callable[[], float] = time.monotonic
         self.live_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
@@ -106,6 +114,9 @@ class ReplyCog(commands.Cog):
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
         if not self.is_trigger(message):
+            if await self.join_in.consider(message):  # a join-in channel, asked of the room
+                self.unprompted.add(message.id)
+                self._enqueue(self.queues.setdefault(message.channel.id, ChatQueue()), [message])
             return
         queue = self.queues.setdefault(message.channel.id, ChatQueue())
         author_id = message.author.id
@@ -206,17 +217,19 @@ class ReplyCog(commands.Cog):
             )
         try:
             chat_id = await self._chat_id(trigger.channel, trigger.author)
-            if chat_id is None:
+            if chat_id is None and not is_dm(trigger.channel):
                 return
+            if chat_id is None:  # a DM with a person who opted out: no chat is kept, none made
+                group = TurnGroup(group.messages, memory=False)
             async with typing_indicator(trigger.channel):
-                result = await self._think(chat_id, guild_id, group, apart, live)
+                result = await self._think(chat_id or NO_CHAT, guild_id, group, apart, live)
             if result.failure is not None:
                 log.warning("reply.claude_failed", chat_id=chat_id, **ids, reason=result.failure)
                 text = CLAUDE_DOWN_NOTE
             else:
                 text = result.text or EMPTY_REPLY_NOTE
                 if not group.memory:  # say why nothing earlier is remembered for them
-                    text = f"{text}\n\n{WITHOUT_MEMORY_LINE}"
+                    text = f"{text}\n\n{WITHOUT_MEMORY_LINE if chat_id is not None else OPTED_OUT_DM_LINE}"
                 log.info(
                     "reply.answered",
                     chat_id=chat_id,
@@ -266,7 +279,9 @@ class ReplyCog(commands.Cog):
             elsewhere = [await self._trigger(chat_id, message) for message in apart]
             view = await engine.prompt_view(chat_id)
             apart_shown = tuple(t for t in elsewhere if t.index is not None)  # in the tail
-            note = TurnNote(now, view.timezone, triggers, answered_apart=apart_shown)
+            unprompted = all(message.id in self.unprompted for message in batch)
+            self.unprompted.difference_update(message.id for message in batch)
+            note = TurnNote(now, view.timezone, triggers, answered_apart=apart_shown, unprompted=unprompted)
             sources = await turn_sources(engine, chat_id, batch, guild_id)
             tools, lifetimes = TOOLS, self.turn_gaps.lifetimes(chat_id, now)
         else:  # nothing of the chat: not its row, its tail, its files, nor its indexes

@@ -67,7 +67,7 @@ REFUSED = Verdict(False)
 ADMITTED = Verdict(True)
 
 
-def asker_of(message: discord.Message, my_id: int) -> Asker:
+def asker_of(message: discord.Message, my_id: int, *, unprompted: bool = False) -> Asker:
     author = message.author
     roles = frozenset(role.id for role in getattr(author, "roles", ()))
     channel = message.channel
@@ -77,7 +77,8 @@ def asker_of(message: discord.Message, my_id: int) -> Asker:
         role_ids=roles,
         channel_id=channel.id,
         parent_id=parent_id,
-        by_name_only=not addressed_directly(message, my_id),
+        by_name_only=not unprompted and not addressed_directly(message, my_id),
+        unprompted=unprompted,
     )
 
 
@@ -122,25 +123,28 @@ class ReplyGate:
             log.warning("reply.settings_read_failed", guild_id=guild_id, error=type(exc).__name__)
             return self.settings.timezone
 
-    async def check(self, message: discord.Message) -> Verdict:
+    async def check(self, message: discord.Message, *, unprompted: bool = False) -> Verdict:
+        """``unprompted``: a message nobody addressed to Eva, in a join-in channel; refused in
+        silence (no budget notice spent on it), and never in a DM."""
         ids = {"channel_id": message.channel.id, "user_id": message.author.id}
         try:
             if is_dm(message.channel):
-                return await self._check_dm(message)
-            return await self._check_guild(message)
+                return REFUSED if unprompted else await self._check_dm(message)
+            return await self._check_guild(message, unprompted)
         except Exception as exc:
             log.error("reply.failed", stage="admission", **ids, error=type(exc).__name__)
             now = self.services.clock.now()  # one apology per person a minute, not one per mention
             return self._once("unreadable", message.author.id, f"{now:%Y-%m-%d %H:%M}", SOMETHING_BROKE_NOTE)
 
-    async def _check_guild(self, message: discord.Message) -> Verdict:
+    async def _check_guild(self, message: discord.Message, unprompted: bool = False) -> Verdict:
         me = self.bot.user
         guild = message.guild
         if me is None or guild is None:
             return REFUSED
         chat = await self.services.engine.chat_by_discord_id(message.channel.id)
         policy = await policy_of(self.services, guild.id)
-        why = refusal(policy, asker_of(message, me.id), paused=chat is not None and chat.paused)
+        asker = asker_of(message, me.id, unprompted=unprompted)
+        why = refusal(policy, asker, paused=chat is not None and chat.paused)
         if why is not None:
             log.info("reply.refused", guild_id=guild.id, channel_id=message.channel.id,
                      user_id=message.author.id, reason=why.value)  # fmt: skip
@@ -149,6 +153,8 @@ class ReplyGate:
         month = month_key(now, policy.timezone)
         spent = await self.store.guild_spent(guild.id, now, policy.timezone)
         level = budget_level(spent, policy.monthly_budget_usd)
+        if level is BudgetLevel.OVER and unprompted:
+            return REFUSED
         if level is BudgetLevel.OVER:
             log.info("reply.budget_paused", guild_id=guild.id, user_id=message.author.id)
             first = await self.store.mark_month(guild.id, "budget_paused_month", month)
@@ -156,6 +162,10 @@ class ReplyGate:
         if level is BudgetLevel.WARN and await self.store.mark_month(guild.id, "budget_warned_month", month):
             assert policy.monthly_budget_usd is not None
             await self._warn_admins(guild, policy, spent)
+        host_budget = self._host_budget()
+        if unprompted and host_budget is not None:  # the host's budget, in silence
+            host_spent = await self.store.host_spent(now, self.settings.timezone)
+            return REFUSED if host_spent >= host_budget else ADMITTED
         return await self._check_host(guild.id, now)
 
     async def _check_dm(self, message: discord.Message) -> Verdict:

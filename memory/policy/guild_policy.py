@@ -37,6 +37,7 @@ class GuildChoices:
 
     reply_mode: str | None = None
     reply_channels: frozenset[int] = frozenset()
+    join_in_channels: frozenset[int] = frozenset()
     reply_to_name: bool | None = None
     allow_roles: frozenset[int] = frozenset()
     block_roles: frozenset[int] = frozenset()
@@ -64,6 +65,7 @@ class Policy:
     monthly_budget_usd: Decimal | None  # None: no budget
     alert_channel_id: int | None = None
     overridden: frozenset[str] = field(default_factory=frozenset)  # names the server chose
+    join_in_channels: frozenset[int] = frozenset()  # where Eva may answer unasked (off: none)
 
 
 def effective(choices: GuildChoices, defaults: Defaults) -> Policy:
@@ -89,6 +91,7 @@ def effective(choices: GuildChoices, defaults: Defaults) -> Policy:
         monthly_budget_usd=budget if budget is not None and budget > 0 else None,
         alert_channel_id=choices.alert_channel_id,
         overridden=frozenset(overridden),
+        join_in_channels=choices.join_in_channels,
     )
 
 
@@ -101,6 +104,7 @@ class Asker:
     channel_id: int
     parent_id: int | None = None  # a thread's channel: a listed channel covers its threads
     by_name_only: bool = False  # triggered only by the bot's name (no mention, no reply)
+    unprompted: bool = False  # not addressed at all: a join-in channel's check said yes
 
 
 class Refusal(enum.Enum):
@@ -112,6 +116,7 @@ class Refusal(enum.Enum):
     NAME_OFF = "name_off"
     BLOCKED = "blocked"
     NOT_ALLOWED = "not_allowed"
+    NOT_JOIN_IN = "not_join_in"  # unprompted, in a channel not listed for joining in
 
 
 def is_blocked(policy: Policy, author_id: int, role_ids: Iterable[int]) -> bool:
@@ -134,17 +139,30 @@ def refusal(policy: Policy, asker: Asker, *, paused: bool) -> Refusal | None:
         return Refusal.PAUSED
     if policy.reply_mode == "nowhere":
         return Refusal.LISTEN_ONLY
+    if asker.unprompted and not joins_in(policy, asker.channel_id, asker.parent_id):
+        return Refusal.NOT_JOIN_IN
+    if asker.unprompted:  # listed for joining in: a choice of its own, whatever the reply list says
+        return _who_refusal(policy, asker)
     if policy.reply_mode == "channels" and not (
         asker.channel_id in policy.reply_channels or asker.parent_id in policy.reply_channels
     ):
         return Refusal.CHANNEL_NOT_LISTED
     if asker.by_name_only and not policy.reply_to_name:
         return Refusal.NAME_OFF
+    return _who_refusal(policy, asker)
+
+
+def _who_refusal(policy: Policy, asker: Asker) -> Refusal | None:
     if not may_talk(policy, asker.author_id, asker.role_ids):
         # Which of the two, for the log line only.
         blocked = is_blocked(policy, asker.author_id, asker.role_ids)
         return Refusal.BLOCKED if blocked else Refusal.NOT_ALLOWED
     return None
+
+
+def joins_in(policy: Policy, channel_id: int, parent_id: int | None) -> bool:
+    """Is this channel (or a thread's channel) one where Eva may answer unasked?"""
+    return channel_id in policy.join_in_channels or parent_id in policy.join_in_channels
 
 
 # --- money -----------------------------------------------------------------------------------

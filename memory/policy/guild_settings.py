@@ -21,7 +21,14 @@ from memory.policy.settings_audit import Changer
 from memory.storage.database import translates_storage_errors
 from memory.storage.models import Chat, GuildSettings, UsageEntry
 
-LIST_COLUMNS = ("reply_channels", "allow_roles", "block_roles", "allow_members", "block_members")
+LIST_COLUMNS = (
+    "reply_channels",
+    "join_in_channels",
+    "allow_roles",
+    "block_roles",
+    "allow_members",
+    "block_members",
+)
 SCALAR_COLUMNS = (
     "reply_mode",
     "reply_to_name",
@@ -38,6 +45,7 @@ def _choices(row: GuildSettings | None) -> GuildChoices:
     return GuildChoices(
         reply_mode=row.reply_mode,
         reply_channels=frozenset(int(x) for x in row.reply_channels or ()),
+        join_in_channels=frozenset(int(x) for x in row.join_in_channels or ()),
         reply_to_name=row.reply_to_name,
         allow_roles=frozenset(int(x) for x in row.allow_roles or ()),
         block_roles=frozenset(int(x) for x in row.block_roles or ()),
@@ -139,7 +147,10 @@ class GuildSettingsStore:
 
     async def dm_spent(self, now: datetime, timezone: str) -> Decimal:
         dm_chats = select(Chat.id).where(Chat.kind == "dm")
-        return await self._spent(UsageEntry.chat_id.in_(dm_chats), since=month_start(now, timezone))
+        # A reply row with neither chat nor guild is a DM's: one with a person who opted out (no
+        # chat is kept) or whose DM chat was erased since (the ledger keeps the row, chat NULL).
+        unkept = UsageEntry.chat_id.is_(None) & UsageEntry.guild_id.is_(None) & (UsageEntry.kind == "reply")
+        return await self._spent(UsageEntry.chat_id.in_(dm_chats) | unkept, since=month_start(now, timezone))
 
     async def _spent(self, *conditions: Any, since: datetime) -> Decimal:
         async with self.sessions() as s:

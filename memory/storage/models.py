@@ -233,6 +233,8 @@ class GuildSettings(Base):
     guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     reply_mode: Mapped[str | None] = mapped_column(String(16))  # everywhere, channels, nowhere
     reply_channels: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    # Channels where Eva may answer unasked when the group asks something she can help with.
+    join_in_channels: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     reply_to_name: Mapped[bool | None] = mapped_column(Boolean)
     allow_roles: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     block_roles: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
@@ -278,3 +280,16 @@ class SettingsAudit(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (Index("ix_settings_audit_guild_created", "guild_id", "created_at"),)
+
+
+class RateMark(Base):
+    """When something limited in time last happened: ``kind`` "export" (``scope``: the person;
+    once an hour; erasure of the person deletes it) or "join_in" (``scope``: the channel; one
+    unprompted reply per JOIN_IN_COOLDOWN). In the database so that a restart or a second
+    process does not reset the limit."""
+
+    __tablename__ = "rate_marks"
+
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    scope: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

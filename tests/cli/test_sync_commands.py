@@ -33,7 +33,7 @@ from tests.fakes.discord_api import (
 __all__ = ["bot_settings", "fake_anthropic", "services"]
 
 REPO = Path(__file__).resolve().parents[2]
-EXPECTED = {"zoom", "recall", "forget-me", "remember-me", "memory", "settings"}
+EXPECTED = {"zoom", "recall", "forget-me", "remember-me", "export-me", "memory", "settings"}
 MEMORY_SUBCOMMANDS = ["status", "view", "node", "compact", "pause", "resume", "wipe"]
 TIMEOUT_S = 10.0
 
@@ -68,7 +68,7 @@ async def test_sync_commands_registers_in_one_guild(
     assert [o["name"] for o in memory["options"]] == MEMORY_SUBCOMMANDS
     assert memory["default_member_permissions"] == str(discord.Permissions(manage_guild=True).value)
     printed = capsys.readouterr().out
-    assert printed.startswith(f"registered 6 commands in server {fake.ids.guild}:")
+    assert printed.startswith(f"registered 7 commands in server {fake.ids.guild}:")
     assert "/memory (status, view, node, compact, pause, resume, wipe)" in printed
     assert discord.http.Route.BASE == "https://discord.com/api/v10"  # the CLI put it back
 
@@ -87,7 +87,7 @@ async def test_eva_sync_commands_as_a_process_registers_globally(fake: FakeDisco
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
-    assert out.decode().startswith("registered 6 commands globally:")
+    assert out.decode().startswith("registered 7 commands globally:")
     assert command_puts(fake) == [f"/applications/{fake.ids.application}/commands"]
     listed = fake.commands.listed()
     assert {c["name"] for c in listed} == EXPECTED

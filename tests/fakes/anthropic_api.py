@@ -11,7 +11,8 @@ and inspected over ``/_fake/*`` (see ``_control_routes``).
 
 Order of handling of ``POST /v1/messages``: auth (``x-api-key`` or ``Authorization: Bearer``),
 JSON, shape validation (400 as the API), then an injected fault, then the first matching
-scripted item, else the compactor (compaction calls) or the replier; the prompt cache is updated
+scripted item, else the compactor (compaction calls), the join-in judge (a join-in check: "yes"
+when its newest chat line holds a "?") or the replier; the prompt cache is updated
 only for a request that gets a message. ``count_tokens`` is never faulted and never cached.
 """
 
@@ -36,6 +37,8 @@ from tests.fakes.anthropic_behaviours import (
     ScriptedReply,
     ScriptQueue,
     ToolCall,
+    is_join_in_check,
+    join_in_judgement,
     text_block,
 )
 from tests.fakes.anthropic_compactor import Compactor, is_compaction_request
@@ -57,7 +60,7 @@ class LogEntry:
     headers: dict[str, str]
     at: float
     body: Any = None
-    kind: str | None = None  # "reply" | "compact" for /v1/messages
+    kind: str | None = None  # "reply" | "compact" | "join_in" for /v1/messages
     fault: str | None = None
     status: int | None = None  # None: no response was sent (e.g. the client gave up on a hang)
     usage: dict[str, Any] | None = None
@@ -233,7 +236,10 @@ class FakeAnthropic(LocalServer):
         except InvalidRequest as exc:
             entry.status = exc.status
             return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
-        entry.kind = "compact" if is_compaction_request(body) else "reply"
+        if is_join_in_check(body):
+            entry.kind = "join_in"
+        else:
+            entry.kind = "compact" if is_compaction_request(body) else "reply"
         # An injected fault comes first; a hang only delays, then the script has its turn.
         injected = self.faults.pick(entry.kind)
         error_after = None
@@ -249,6 +255,8 @@ class FakeAnthropic(LocalServer):
         if outcome is None:
             if entry.kind == "compact":
                 outcome = ScriptedReply([text_block(self.compactor.reply_text(body))])
+            elif entry.kind == "join_in":
+                outcome = join_in_judgement(body)
             else:
                 outcome = self.replier.reply(body)
         message_id = "msg_" + entry.request_id.removeprefix("req_")

@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Match = Literal["any", "reply", "compact"]
+from bot.core.join_in import CHECK_SYSTEM_HEAD
+
+Match = Literal["any", "reply", "compact", "join_in"]
 FaultKind = Literal["rate_limit", "api_error", "overloaded", "hang", "malformed", "status", "stream_error"]
 
 # (status, error type, message) of each fault kind that answers with an API error body.
@@ -247,3 +249,20 @@ class Replier:
                 return ScriptedReply([tool_use_block(call.name, call.input)])
         suffix = f" after {rounds} tool result(s)" if rounds else ""
         return ScriptedReply([text_block(f"Fake reply to message {len(messages)}{suffix}.")])
+
+
+def is_join_in_check(body: Mapping[str, Any]) -> bool:
+    """The join-in check of bot/core/join_in.py, known by the head of its system prompt."""
+    system = body.get("system") or ""
+    text = system if isinstance(system, str) else "".join(b.get("text", "") for b in system)
+    return text.startswith(CHECK_SYSTEM_HEAD)
+
+
+def join_in_judgement(body: Mapping[str, Any]) -> ScriptedReply:
+    """The check's answer when nothing is scripted: "yes" when the newest chat line holds a
+    question mark, else "no" (a test scripts either with ``push_text(..., match="join_in")``)."""
+    content = body["messages"][-1]["content"]
+    text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+    chat = text.split("<chat>\n", 1)[-1].split("\n</chat>", 1)[0]
+    newest = chat.splitlines()[-1] if chat else ""
+    return ScriptedReply([text_block("yes" if "?" in newest else "no")])
