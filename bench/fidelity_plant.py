@@ -1,0 +1,514 @@
+"""The planted facts of bench/fidelity.py: short messages inserted into a real corpus by people
+active in that stretch, at known positions, each with a probe (question, expected value, the
+person to credit).
+
+Kinds (each reported apart):
+
+- ``single``: a fact stated once ("we adopted a puppy, his name is Biscuit"); the question asks
+  for the value about its author ("What is max's new dog called?");
+- ``attribution``: the same kind of fact; the question names the value and asks who
+  ("Whose dog answers to Biscuit?"): the expected value is the author's name;
+- ``update``: the author states a value, then changes it later; the newest must win (the
+  probe's message is the later one);
+- ``about``: someone says a fact about another active person; the question asks about the
+  other person and who said so (credit: the one who said it);
+- ``erased``: a fact by a person who erases themselves later (the engine's own erasure,
+  bench/fidelity_measure.py); the probe must find nothing.
+
+Questions paraphrase the message (other content words, except the person's name and, for
+"who" questions, the value), as real questions do. Values are unique in the run and absent from
+the corpus slice, so a value found anywhere is the planted one. Every author gets a stable
+numeric id (as an author-id map gives an import), which erasure by id needs. Deterministic by
+seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from memory import ImportedMessage
+
+KINDS = ("single", "attribution", "update", "about", "erased")
+ACTIVE_WINDOW = 400  # messages either side of a position in which a person counts as active
+ACTIVE_MESSAGES = 3  # ... with at least this many messages there
+FACTS_PER_ERASED_PERSON = 4  # an erased person plants this many facts, then erases themselves
+
+
+@dataclass(frozen=True)
+class Template:
+    key: str
+    said: str  # by the person; {value}
+    about: str  # by someone else about {subject}; {value}
+    update: str  # the person's later change; {value} the new one, {old} the old one
+    question: str  # about {person}: the value is the answer
+    who: str  # naming {value}: the person is the answer
+    values: tuple[str, ...]
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+CITIES = _words(
+    "Borås Tromsø Kraków Ljubljana Tartu Gdańsk Brno Porto Bilbao Aarhus Bergen Turku Graz Ghent "
+    "Utrecht Lund Uppsala Reykjavík Cluj Split Zadar Kaunas Vilnius Riga Tampere Oulu Salzburg "
+    "Innsbruck Lyon Nantes Bordeaux Toulouse Dijon Rennes Trieste Verona Bologna Palermo Seville "
+    "Valencia Granada Coimbra Galway Cork Dundee Inverness Aberdeen Cardiff Swansea Plymouth Leeds "
+    "Sheffield Brighton Hobart Darwin Adelaide Perth Wellington Dunedin Halifax Winnipeg Regina "
+    "Saskatoon Tucson Boise Spokane Tulsa Omaha Albuquerque Savannah Mombasa Arusha Kumasi Durban "
+    "Windhoek Cusco Arequipa Valparaíso Mendoza Rosario Montevideo Oaxaca Mérida Puebla Hanoi Hue "
+    "Penang Kochi Mysore Jaipur Kandy Osaka Sapporo Busan Taipei Tbilisi Yerevan Baku"
+)
+PETS = _words(
+    "Biscuit Pickle Noodle Waffle Pretzel Muffin Nacho Dumpling Truffle Pudding Crumpet Toffee "
+    "Marzipan Brioche Paprika Saffron Nutmeg Juniper Clementine Quince Bramble Thistle Fennel "
+    "Sorrel Barnaby Horatio Archibald Bartholomew Montgomery Cornelius Ignatius Rupert Winston "
+    "Percival Reginald Ferdinand Leopold Gulliver Humphrey Mortimer Cuthbert Barnabus Tiberius "
+    "Obadiah Zebedee Ptolemy Florentine Ottoline Wilhelmina Philippa"
+)
+INSTRUMENTS = _words(
+    "cello oboe banjo ukulele harp bassoon trombone accordion mandolin clarinet sitar theremin "
+    "bagpipes harmonica xylophone marimba didgeridoo tuba piccolo harpsichord balalaika "
+    "bouzouki dulcimer zither"
+)
+CARS = (
+    "Volvo 240",
+    "Saab 900",
+    "Skoda Octavia",
+    "Fiat Panda",
+    "Lada Niva",
+    "Citroen Xantia",
+    "Peugeot 205",
+    "Renault Espace",
+    "Opel Kadett",
+    "Dacia Duster",
+    "Subaru Forester",
+    "Mazda Miata",
+    "Toyota Corolla",
+    "Honda Jazz",
+    "Nissan Micra",
+    "Suzuki Jimny",
+    "Volkswagen Polo",
+    "Alfa Romeo Spider",
+    "Trabant 601",
+    "Seat Ibiza",
+    "Mini Cooper",
+    "Kia Ceed",
+    "Hyundai Tucson",
+    "Ford Mondeo",
+    "Rover 75",
+)
+ALLERGENS = _words(
+    "peanuts shellfish kiwi sesame celery mustard lupin hazelnuts walnuts cashews pistachios "
+    "almonds strawberries avocado mango buckwheat chickpeas lentils soy coconut"
+)
+LANGUAGES = _words(
+    "Finnish Icelandic Basque Welsh Georgian Tagalog Hungarian Estonian Latvian Lithuanian "
+    "Maltese Swahili Yoruba Amharic Armenian Mongolian Khmer Tamil Malayalam Breton Catalan "
+    "Galician Slovenian Albanian"
+)
+MONTHS = _words("January February March April May June July August September October November December")
+DATES = tuple(f"{month} {day}" for month in MONTHS for day in (3, 9, 17, 23, 28))
+CODES = tuple(str(n) for n in range(4113, 9999, 97))
+
+TEMPLATES = (
+    Template(
+        "wedding",
+        "can't make it that weekend, my sister's wedding is in {value} on the 14th",
+        "{subject} can't come that weekend, their sister gets married in {value}",
+        "correction, the wedding moved, it's in {value} now, not {old}",
+        "Where will {person}'s sibling tie the knot?",
+        "Whose family celebration takes place in {value}?",
+        CITIES,
+    ),
+    Template(
+        "moving",
+        "got the job offer, we pack up and move to {value} next month",
+        "{subject} is leaving us, off to live in {value} next month",
+        "plans changed, not {old} after all, we're going to {value}",
+        "Which city is {person} relocating to?",
+        "Who is relocating to {value}?",
+        CITIES,
+    ),
+    Template(
+        "dog",
+        "we adopted a puppy yesterday, his name is {value}",
+        "{subject} got a puppy, they called it {value}",
+        "we renamed the puppy, {old} didn't suit him, he's {value} now",
+        "What is {person}'s new pet hound called?",
+        "Whose pet hound answers to {value}?",
+        PETS,
+    ),
+    Template(
+        "lessons",
+        "I signed up for {value} lessons, practising every evening now",
+        "{subject} takes {value} lessons these days",
+        "quit the {old} lessons, switched to {value} instead",
+        "Which musical instrument is {person} learning to play?",
+        "Who is learning to play the {value}?",
+        INSTRUMENTS,
+    ),
+    Template(
+        "code",
+        "note to self: the storage unit code is {value}",
+        "{subject}'s storage unit code is {value}, they keep forgetting it",
+        "new storage unit code, {old} stopped working, it's {value}",
+        "What number opens {person}'s lock-up?",
+        "Whose lock-up opens with {value}?",
+        CODES,
+    ),
+    Template(
+        "race",
+        "registered for the {value} marathon in spring, training starts monday",
+        "{subject} is running the {value} marathon this spring",
+        "switched races, doing {value} instead of {old}",
+        "Which race is {person} preparing for?",
+        "Who will run in {value} this spring?",
+        CITIES,
+    ),
+    Template(
+        "car",
+        "finally bought a car, a used {value}, picked it up today",
+        "{subject} bought a used {value}",
+        "sold the {old}, got a {value} instead",
+        "What vehicle does {person} drive these days?",
+        "Who owns a {value}?",
+        CARS,
+    ),
+    Template(
+        "party",
+        "my birthday party is on {value}, you're all invited",
+        "{subject}'s birthday party is on {value}",
+        "moved my party from {old} to {value}",
+        "When is {person} celebrating turning a year older?",
+        "Whose celebration falls on {value}?",
+        DATES,
+    ),
+    Template(
+        "allergy",
+        "can't eat that, I'm allergic to {value}",
+        "careful with snacks for {subject}, they're allergic to {value}",
+        "turns out it's not {old}, the test said I'm allergic to {value}",
+        "Which food makes {person} ill?",
+        "Who reacts badly to {value}?",
+        ALLERGENS,
+    ),
+    Template(
+        "language",
+        "started evening classes in {value}, the grammar is brutal",
+        "{subject} goes to {value} classes in the evening",
+        "dropped {old}, doing {value} classes now",
+        "What tongue is {person} studying?",
+        "Who studies {value} at night school?",
+        LANGUAGES,
+    ),
+)
+ABOUT_QUESTION = "According to the others here, {question} And who told us?"
+
+
+def normalise(text: str) -> str:
+    """Case, accents and punctuation folded away, words separated by one space: how an answer
+    is matched against an expected value or name."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return " ".join(re.findall(r"[^\W_]+", plain))
+
+
+def contains(text: str, wanted: str) -> bool:
+    """``wanted`` (normalised) appears in ``text`` (normalised) as whole words."""
+    needle = normalise(wanted)
+    return bool(needle) and f" {needle} " in f" {normalise(text)} "
+
+
+def author_id(name: str) -> int:
+    """A stable id per author name, as an author-id map gives an import (erasure goes by id)."""
+    return int.from_bytes(hashlib.sha256(f"fidelity|{name}".encode()).digest()[:6], "big") + 1
+
+
+@dataclass(frozen=True)
+class Probe:
+    kind: str
+    question: str
+    expected: str  # the value (normalised on matching); for attribution, the person's name
+    credit: str  # the person the answer must name
+    planted: int  # log index of the message that answers it (an update: the newer one)
+    ask_after: int  # asked once message ``ask_after`` is logged
+    author: str  # who wrote the planted message
+    template: str
+    older: int | None = None  # an update's first message
+    subject: str | None = None  # the person an "about" fact is about
+
+
+@dataclass
+class Planted:
+    records: list[ImportedMessage]  # the corpus slice with the planted messages, in order
+    probes: list[Probe]
+    # After which log index who erases themselves: index -> [(author id, name)].
+    erasures: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    planted_indexes: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _Insert:
+    before: int  # original position it goes before
+    author: str
+    text: str
+    key: tuple[int, str]  # (fact number, role): "said", "update"
+
+
+def _people(records: Sequence[ImportedMessage]) -> list[str]:
+    return [r.author_name for r in records]
+
+
+NICK = re.compile(r"[\w\-\[\]\\^{}|`]{3,32}")  # an IRC or Discord name, not a topic line or a system author
+
+
+def active_people(authors: Sequence[str], bots: set[str], at: int) -> list[str]:
+    """People with ACTIVE_MESSAGES or more messages within ACTIVE_WINDOW of ``at`` (sorted)."""
+    window = Counter(authors[max(0, at - ACTIVE_WINDOW) : at + ACTIVE_WINDOW])
+    return sorted(
+        name
+        for name, count in window.items()
+        if count >= ACTIVE_MESSAGES
+        and name not in bots
+        and NICK.fullmatch(name)
+        and len(normalise(name)) >= 3
+    )
+
+
+class _Values:
+    """Each template's values, drawn without repeats across the run, none found in the corpus."""
+
+    def __init__(self, corpus_text: str, rng: random.Random) -> None:
+        self.used: set[str] = set()
+        self.pools: dict[str, list[str]] = {}
+        for template in TEMPLATES:
+            pool = [v for v in template.values if f" {normalise(v)} " not in corpus_text]
+            rng.shuffle(pool)
+            self.pools[template.key] = pool
+
+    def take(self, template: Template) -> str | None:
+        pool = self.pools[template.key]
+        while pool:
+            value = pool.pop()
+            if normalise(value) not in self.used:
+                self.used.add(normalise(value))
+                return value
+        return None
+
+
+def _draw(
+    rng: random.Random, values: _Values, pairs: set[tuple[str, str]], person: str
+) -> tuple[Template, str] | None:
+    """A template this person has no fact of yet, and a fresh value of it."""
+    for template in rng.sample(TEMPLATES, len(TEMPLATES)):
+        if (person, template.key) in pairs:
+            continue
+        value = values.take(template)
+        if value is not None:
+            pairs.add((person, template.key))
+            return template, value
+    return None
+
+
+@dataclass
+class _Draft:
+    """What the generator has decided so far, before the records are merged."""
+
+    records: Sequence[ImportedMessage]
+    rng: random.Random
+    values: _Values
+    authors: list[str]
+    bots: set[str]
+    inserts: list[_Insert] = field(default_factory=list)
+    specs: list[dict[str, object]] = field(default_factory=list)
+    pairs: set[tuple[str, str]] = field(default_factory=set)  # (person, template): one fact each
+    erased_people: set[str] = field(default_factory=set)
+    erasures: list[tuple[int, str]] = field(default_factory=list)  # (original position, name)
+    leaves: dict[str, int] = field(default_factory=dict)  # erased person -> gone from this position
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """Where facts are planted: after the first 2% (someone has spoken) and before the last
+        15% (so most probes are asked a while later)."""
+        n = len(self.records)
+        return max(1, n // 50), max(2, (n * 17) // 20)
+
+    def said(self, at: int, person: str, text: str, role: str = "said") -> None:
+        self.inserts.append(_Insert(at, person, text, (len(self.specs), role)))
+
+
+def plant(records: Sequence[ImportedMessage], facts: int, seed: int = 1) -> Planted:
+    """``facts`` planted facts over ``records`` (the corpus slice), their kinds in turn."""
+    rng = random.Random(seed)
+    corpus_text = " " + " ".join(normalise(r.content) for r in records) + " "
+    draft = _Draft(
+        records,
+        rng,
+        _Values(corpus_text, rng),
+        _people(records),
+        {r.author_name for r in records if r.is_bot},
+    )
+    kinds = [KINDS[k % len(KINDS)] for k in range(facts)]
+    # The erased first: their people are then kept out of every other fact.
+    _plant_erased(draft, kinds.count("erased"))
+    _plant_others(draft, [kind for kind in kinds if kind != "erased"])
+    return _assemble(draft)
+
+
+def _plant_erased(draft: _Draft, count: int) -> None:
+    """``count`` facts by people who each plant up to FACTS_PER_ERASED_PERSON, then erase
+    themselves a little later and say nothing more."""
+    lo, hi = draft.span
+    n, rng = len(draft.records), draft.rng
+    for _ in range(20 * count):  # bounded: a corpus with too few people yields fewer facts
+        if count <= 0 or hi - lo <= 10:
+            return
+        centre = rng.randrange(lo, hi)
+        active = active_people(draft.authors, draft.bots, centre)
+        candidates = [p for p in active if p not in draft.erased_people]
+        if not candidates:
+            continue
+        person = rng.choice(candidates)
+        draft.erased_people.add(person)
+        last = centre
+        for j in range(min(FACTS_PER_ERASED_PERSON, count)):
+            drawn = _draw(rng, draft.values, draft.pairs, person)
+            if drawn is None:
+                continue
+            template, value = drawn
+            at = min(n - 1, centre + j * (ACTIVE_WINDOW // 2) // FACTS_PER_ERASED_PERSON)
+            last = max(last, at)
+            draft.said(at, person, template.said.format(value=value))
+            draft.specs.append({"kind": "erased", "t": template, "value": value, "author": person})
+            count -= 1
+        gone = min(n, last + rng.randrange(20, 200))
+        draft.erasures.append((gone, person))
+        draft.leaves[person] = gone
+
+
+def _plant_others(draft: _Draft, kinds: list[str]) -> None:
+    lo, hi = draft.span
+    n, rng = len(draft.records), draft.rng
+    wanted = list(kinds)
+    for _ in range(20 * len(kinds)):  # bounded: a tiny corpus yields fewer facts
+        if not wanted:
+            return
+        kind = wanted[0]
+        at = rng.randrange(lo, hi)
+        people = [p for p in active_people(draft.authors, draft.bots, at) if p not in draft.erased_people]
+        if len(people) < 2:
+            continue
+        person = rng.choice(people)
+        drawn = _draw(rng, draft.values, draft.pairs, person)
+        if drawn is None:
+            continue
+        template, value = drawn
+        spec: dict[str, object] = {"kind": kind, "t": template, "value": value, "author": person}
+        if kind == "update":
+            newer = draft.values.take(template)
+            if newer is None:
+                continue
+            later = min(n - 1, at + rng.randrange(max(2, n // 20), max(3, n // 5)))
+            draft.said(later, person, template.update.format(value=newer, old=value), "update")
+            spec["newer"] = newer
+        if kind == "about":
+            subject = rng.choice([p for p in people if p != person])
+            spec["subject"] = subject
+            draft.said(at, person, template.about.format(subject=subject, value=value))
+        else:
+            draft.said(at, person, template.said.format(value=value))
+        draft.specs.append(spec)
+        wanted.pop(0)
+
+
+def _assemble(draft: _Draft) -> Planted:
+    """The merged records (planted messages before their original positions; an erased person's
+    own messages after they left are dropped), every author with its id, and the probes."""
+    records, specs, inserts, erasures, leaves = (
+        draft.records,
+        draft.specs,
+        draft.inserts,
+        draft.erasures,
+        draft.leaves,
+    )
+    by_position: dict[int, list[_Insert]] = {}
+    for insert in inserts:
+        by_position.setdefault(insert.before, []).append(insert)
+    erase_at: dict[int, list[str]] = {}
+    for position, name in erasures:
+        erase_at.setdefault(position, []).append(name)
+    merged: list[ImportedMessage] = []
+    index_of: dict[tuple[int, str], int] = {}
+    erase_after: dict[int, list[tuple[int, str]]] = {}
+    for position, record in enumerate(records):
+        for insert in by_position.get(position, []):
+            index_of[insert.key] = len(merged)
+            merged.append(
+                replace(
+                    record,
+                    author_name=insert.author,
+                    author_id=author_id(insert.author),
+                    is_bot=False,
+                    content=insert.text,
+                    attachments=(),
+                    reply_to_source=None,
+                    source_id=f"planted:{insert.key[0]}:{insert.key[1]}",
+                    snowflake=None,
+                    edited_at=None,
+                    mentions=(),
+                )
+            )
+        for name in erase_at.get(position, []):
+            erase_after.setdefault(len(merged) - 1, []).append((author_id(name), name))
+        if record.author_name in leaves and position >= leaves[record.author_name]:
+            continue  # they erased themselves and left the chat
+        merged.append(replace(record, author_id=author_id(record.author_name)))
+    for position, name in erasures:  # an erasure at the very end
+        if position >= len(records):
+            erase_after.setdefault(len(merged) - 1, []).append((author_id(name), name))
+    end = len(merged) - 1
+    erased_at = {name: after for after, people in erase_after.items() for _, name in people}
+    probes: list[Probe] = []
+    for number, spec in enumerate(specs):
+        kind, template = str(spec["kind"]), spec["t"]
+        assert isinstance(template, Template)
+        value, author = str(spec["value"]), str(spec["author"])
+        planted = index_of[(number, "said")]
+        older = None
+        if kind == "update":
+            older, planted = planted, index_of[(number, "update")]
+            value = str(spec["newer"])
+        last = erased_at[author] if kind == "erased" else planted
+        ask_after = draft.rng.randrange(min(end, last + 1), end + 1)
+        if kind == "attribution":
+            question, expected, credit = template.who.format(value=value), author, author
+        elif kind == "about":
+            subject = str(spec["subject"])
+            inner = template.question.format(person=subject)
+            question = ABOUT_QUESTION.format(question=inner[0].lower() + inner[1:])
+            expected, credit = value, author
+        else:
+            question, expected, credit = template.question.format(person=author), value, author
+        probes.append(
+            Probe(
+                kind,
+                question,
+                expected,
+                credit,
+                planted,
+                ask_after,
+                author,
+                template.key,
+                older=older,
+                subject=str(spec["subject"]) if kind == "about" else None,
+            )
+        )
+    planted_indexes = {index for index in index_of.values()}
+    return Planted(merged, probes, erase_after, planted_indexes)
