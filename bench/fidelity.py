@@ -122,10 +122,11 @@ def problems(figures: dict[str, Any]) -> list[str]:
     return found
 
 
-async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+async def main_async(args: argparse.Namespace, config: MemoryConfig | None = None) -> dict[str, Any]:
+    """Every figure of one run; ``config``: the engine's sizes (tests use small ones)."""
     started = time.perf_counter()
     planted = plant(read_slice(args.corpus, args.limit), args.facts, args.seed)
-    config = MemoryConfig()
+    config = config or MemoryConfig()
     url, server = await fresh_database(args.database_url)
     try:
         figures = await model_free_run(planted, args.corpus, url, config)

@@ -241,7 +241,7 @@ class FidelityHooks:
     async def measure(self, probe: Probe, view: PromptView) -> ProbeResult:
         assert self.memory is not None
         memory, chat = self.memory, self.chat_id
-        value = probe.credit if probe.kind == "attribution" else probe.expected
+        value = probe.value
         fact = self.planted.records[probe.planted].content  # what the planted message says
         steps, seen = await zoom_path(memory, chat, view, probe.planted)
         reachable = steps is not None and bool(seen) and contains(seen[-1], fact)

@@ -139,7 +139,7 @@ TEMPLATES = (
     Template(
         "dog",
         "we adopted a puppy yesterday, his name is {value}",
-        "{subject} got a puppy, they called it {value}",
+        "{subject} got a puppy, they named it {value}",
         "we renamed the puppy, {old} didn't suit him, he's {value} now",
         "What is {person}'s new pet hound called?",
         "Whose pet hound answers to {value}?",
@@ -169,7 +169,7 @@ TEMPLATES = (
         "{subject} is running the {value} marathon this spring",
         "switched races, doing {value} instead of {old}",
         "Which race is {person} preparing for?",
-        "Who will run in {value} this spring?",
+        "Who is entered in the {value} race?",
         CITIES,
     ),
     Template(
@@ -212,10 +212,14 @@ TEMPLATES = (
 ABOUT_QUESTION = "According to the others here, {question} And who told us?"
 
 
+# Letters NFKD does not split into a base letter and a mark ("Tromsø" is written "Tromso" too).
+_PLAIN_LETTERS = str.maketrans({"ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ı": "i"})
+
+
 def normalise(text: str) -> str:
     """Case, accents and punctuation folded away, words separated by one space: how an answer
     is matched against an expected value or name."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = unicodedata.normalize("NFKD", text.casefold().translate(_PLAIN_LETTERS))
     plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
     return " ".join(re.findall(r"[^\W_]+", plain))
 
@@ -241,6 +245,7 @@ class Probe:
     ask_after: int  # asked once message ``ask_after`` is logged
     author: str  # who wrote the planted message
     template: str
+    value: str = ""  # the fact's value (an attribution question names it; the others ask for it)
     older: int | None = None  # an update's first message
     subject: str | None = None  # the person an "about" fact is about
 
@@ -393,9 +398,20 @@ def _plant_erased(draft: _Draft, count: int) -> None:
         draft.leaves[person] = gone
 
 
+def _later_position(draft: _Draft, person: str, at: int) -> int | None:
+    """Where ``person``, active again, changes a value they stated at ``at``: 5-20% of the
+    corpus later; None when they are not active at any of the places tried."""
+    n, rng = len(draft.records), draft.rng
+    for _ in range(20):
+        later = min(n - 1, at + rng.randrange(max(2, n // 20), max(3, n // 5)))
+        if person in active_people(draft.authors, draft.bots, later):
+            return later
+    return None
+
+
 def _plant_others(draft: _Draft, kinds: list[str]) -> None:
     lo, hi = draft.span
-    n, rng = len(draft.records), draft.rng
+    rng = draft.rng
     wanted = list(kinds)
     for _ in range(20 * len(kinds)):  # bounded: a tiny corpus yields fewer facts
         if not wanted:
@@ -415,7 +431,9 @@ def _plant_others(draft: _Draft, kinds: list[str]) -> None:
             newer = draft.values.take(template)
             if newer is None:
                 continue
-            later = min(n - 1, at + rng.randrange(max(2, n // 20), max(3, n // 5)))
+            later = _later_position(draft, person, at)
+            if later is None:
+                continue
             draft.said(later, person, template.update.format(value=newer, old=value), "update")
             spec["newer"] = newer
         if kind == "about":
@@ -506,6 +524,7 @@ def _assemble(draft: _Draft) -> Planted:
                 ask_after,
                 author,
                 template.key,
+                value=value,
                 older=older,
                 subject=str(spec["subject"]) if kind == "about" else None,
             )
