@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,17 @@ from memory import MemoryConfig, fresh_database, read_any
 
 DEFAULT_FACTS = 200
 DEFAULT_MAX_USD = 5.0
+
+
+@dataclass(frozen=True)
+class FidelitySpec:
+    """One model-free fidelity run of the report (bench/report.py): a corpus, how much of it, how
+    many facts."""
+
+    corpus: Path
+    limit: int | None
+    facts: int
+    seed: int = 1
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -98,6 +110,21 @@ async def model_free_run(planted: Planted, corpus: Path, url: str, config: Memor
             for key in ("messages", "swaps", "invariant_violations", "context_violations", "seconds")
         },
         "estimate": estimate,
+    }
+
+
+async def measure_fidelity(spec: FidelitySpec, url: str, config: MemoryConfig) -> dict[str, Any]:
+    """The model-free figures of one run on the database at ``url`` (the report's runs)."""
+    started = time.perf_counter()
+    planted = plant(read_slice(spec.corpus, spec.limit), spec.facts, spec.seed)
+    figures = await model_free_run(planted, spec.corpus, url, config)
+    return {
+        "corpus": spec.corpus.name,
+        "limit": spec.limit,
+        "facts": len(planted.probes),
+        "seed": spec.seed,
+        **figures,
+        "seconds": round(time.perf_counter() - started, 1),
     }
 
 
