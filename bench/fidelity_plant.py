@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from bench.fidelity_templates import ABOUT_QUESTION, TEMPLATES, Template
+from bench.fidelity_templates import ABOUT_QUESTION, OVERFLOW, TEMPLATES, Template
 from memory import ImportedMessage
 
 KINDS = ("single", "attribution", "update", "about", "erased")
@@ -124,7 +124,9 @@ class _Values:
         for template in TEMPLATES:
             pool = [v for v in template.values if f" {normalise(v)} " not in corpus_text]
             rng.shuffle(pool)
-            self.pools[template.key] = pool
+            extra = [v for v in OVERFLOW.get(template.key, ()) if f" {normalise(v)} " not in corpus_text]
+            random.Random(f"overflow|{template.key}").shuffle(extra)
+            self.pools[template.key] = extra + pool  # taken from the end: the template's own first
 
     def take(self, template: Template) -> str | None:
         pool = self.pools[template.key]

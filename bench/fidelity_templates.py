@@ -85,6 +85,15 @@ LANGUAGES = _words(
 MONTHS = _words("January February March April May June July August September October November December")
 DATES = tuple(f"{month} {day}" for month in MONTHS for day in (3, 9, 17, 23, 28))
 CODES = tuple(str(n) for n in range(4113, 9999, 97))
+# Drawn only once a template's own values run out (a long corpus, 200 facts: its chat says many
+# cities, languages and numbers already), in a fixed order of their own, so a run that never
+# needs them draws exactly what it drew before they existed.
+OVERFLOW = {
+    "code": tuple(str(n) for n in range(1009, 9999, 13) if str(n) not in CODES),
+    "party": tuple(
+        f"{month} {day}" for month in MONTHS for day in range(1, 29) if day not in (3, 9, 17, 23, 28)
+    ),
+}
 
 TEMPLATES = (
     Template(
