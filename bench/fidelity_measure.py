@@ -45,6 +45,9 @@ AGES = {
 HIT_RANKS = (1, 5, 10)
 _ADDRESS = re.compile(r"^(\d+)\+(\d+) ", re.MULTILINE)
 _HIT = re.compile(r"^Hit \d+: message #(\d+)$", re.MULTILINE)
+# What a line shows besides the words: a row line's head (``1360+8 2004-12-01|``), a tail or
+# recall line's index, time and mark (``>#4210 2004-12-01 13:45 ``), recall's "Hit 2: ..." lines.
+_HEADS = re.compile(r"^(?:\d+\+\d+ [^|]*\||[> ]?#\d+ \d{4}-\d\d-\d\d \d\d:\d\d |Hit \d+: message #\d+$)")
 # The cost estimate of a real-model run: Eva's turn zooms or recalls twice, so it is three calls,
 # the two later ones reading the first one's prompt from the cache at 0.1x: 1.2x its first call.
 ESTIMATED_TURN_FACTOR = 1.2
@@ -116,6 +119,12 @@ async def recall_indexes(
         return [], ""
     found = [int(k) for k in _HIT.findall(text)]
     return found, text if found else ""
+
+
+def words_only(text: str) -> str:
+    """``text`` without the heads of its lines: an erased code "4210" must not be "found" in the
+    address of a line ``4210+2`` or the index of message #4210."""
+    return "\n".join(_HEADS.sub("", line) for line in text.splitlines())
 
 
 def _rank(found: list[int], index: int) -> int | None:
@@ -256,11 +265,11 @@ class FidelityHooks:
         )
         if probe.kind == "erased":
             _, by_value = await recall_indexes(memory, chat, probe.expected, limit=20)
+            slot = await memory.zoom(chat, probe.planted, 1)
             where = {
-                "row": contains(view.render(), value),
-                "recall": contains(recalled, value) or contains(by_value, value),
-                "zoom": any(contains(text, value) for text in seen)
-                or contains(await memory.zoom(chat, probe.planted, 1), value),
+                "row": contains(words_only(view.render()), value),
+                "recall": contains(words_only(recalled), value) or contains(words_only(by_value), value),
+                "zoom": any(contains(words_only(text), value) for text in [*seen, slot]),
             }
             result.found_by = [name for name, hit in where.items() if hit]
         return result

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from bench import fidelity
+from bench.fidelity_measure import words_only
 from bench.fidelity_model import PIPELINE_NOTE, judged
-from bench.fidelity_plant import KINDS, Planted, Probe, normalise, plant
+from bench.fidelity_plant import KINDS, Planted, Probe, contains, normalise, plant
 from bench.fidelity_search import Bm25, query_words
 from memory import ImportedMessage, read_any
 from tests.fakes.anthropic_api import FakeAnthropic
@@ -110,6 +111,24 @@ def test_query_rule_and_bm25() -> None:
     assert index.rank(["max", "wedding"])[:2] == [0, 1]
     index.remove_author("max")
     assert index.rank(["max", "wedding"]) == [1]
+
+
+def test_only_words_count_as_a_find() -> None:
+    """Line heads are numbers the memory makes up: an erased code "4210" is not found in the
+    address of line 4210+2 or at message #4210, and is found in words."""
+    shown = "\n".join(
+        [
+            "<memory>",
+            "4210+2 2004-12-01|someone asked about grub",
+            "</memory>",
+            "#4210 2004-12-01 13:45 ann: hello",
+            "Hit 1: message #4210",
+            ">#4210 2004-12-01 13:45 ann: hello",
+        ]
+    )
+    assert not contains(words_only(shown), "4210")
+    assert contains(words_only(shown + "\n#4211 2004-12-01 13:46 bob: the code is 4210"), "4210")
+    assert contains(words_only("8+8 2004-12-01|the unit code is 4210"), "4210")
 
 
 def test_an_answer_is_judged_on_value_and_person() -> None:
