@@ -301,7 +301,9 @@ async def append_many(session: AsyncSession, chat_id: int, msgs: Sequence[NewMes
         return [None] * len(msgs)
     row = (
         await session.execute(
-            select(Chat.next_index, Chat.search_config, Chat.guild_id).where(Chat.id == chat_id).with_for_update()
+            select(Chat.next_index, Chat.search_config, Chat.guild_id)
+            .where(Chat.id == chat_id)
+            .with_for_update()
         )
     ).one_or_none()
     if row is None:

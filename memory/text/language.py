@@ -33,20 +33,21 @@ SIMPLE = "eva_simple"
 
 # Function words that mark each language and are rare in the others (the words two languages
 # share, such as "en", "de", "in", "die", left out where they would blur the count).
-_MARKERS: dict[str, frozenset[str]] = {
-    "english": frozenset("the and is to of that it you for was with this have are not but what".split()),
-    "swedish": frozenset("och att det är som för på inte jag med har till av ett vad hur kan".split()),
-    "german": frozenset("und der das ist nicht ich ein mit sie auf für sich auch wie aber was".split()),
-    "french": frozenset("le la les et est une pas que je pour dans qui sur avec mais vous".split()),
-    "spanish": frozenset("el los las y es una que por para con pero como más está qué muy".split()),
-    "dutch": frozenset("het een en van ik niet dat zijn op voor met maar ook wat je".split()),
-    "italian": frozenset("il di che è non per una sono gli della ma anche come questo".split()),
-    "portuguese": frozenset("o os não uma para com mas como você isso está muito são".split()),
-    "norwegian": frozenset("og ikke jeg det som på er til med har av hva hvordan kan".split()),
-    "danish": frozenset("og ikke jeg det som på er til med har af hvad hvordan kan".split()),
-    "finnish": frozenset("ja on ei se että mutta kun niin minä sinä tämä mitä kuin".split()),
-    "russian": frozenset("и в не на что я с как это он но по так же".split()),
+_MARKER_WORDS = {
+    "english": "the and is to of that it you for was with this have are not but what",
+    "swedish": "och att det är som för på inte jag med har till av ett vad hur kan",
+    "german": "und der das ist nicht ich ein mit sie auf für sich auch wie aber was",
+    "french": "le la les et est une pas que je pour dans qui sur avec mais vous",
+    "spanish": "el los las y es una que por para con pero como más está qué muy",
+    "dutch": "het een en van ik niet dat zijn op voor met maar ook wat je",
+    "italian": "il di che è non per una sono gli della ma anche come questo",
+    "portuguese": "o os não uma para com mas como você isso está muito são",
+    "norwegian": "og ikke jeg det som på er til med har av hva hvordan kan",
+    "danish": "og ikke jeg det som på er til med har af hvad hvordan kan",
+    "finnish": "ja on ei se että mutta kun niin minä sinä tämä mitä kuin",
+    "russian": "и в не на что я с как это он но по так же",
 }
+_MARKERS = {language: frozenset(words.split()) for language, words in _MARKER_WORDS.items()}
 _WORD = re.compile(r"[^\W\d_]+")
 MIN_WORDS = 200  # below this the counts are noise
 MIN_SHARE = 0.08  # of all words, among the winner's markers (English chat: ~0.25)

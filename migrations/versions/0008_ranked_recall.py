@@ -7,8 +7,9 @@ language, accents folded) and the author's name searchable with the text.
   configuration, so the generated column below may call it (``unaccent()`` itself is not).
   unaccent is a trusted extension since PostgreSQL 13, as btree_gin and pg_trgm are.
 - ``chats.search_config``: the chat's configuration (NULL: not chosen yet, read as
-  ``eva_simple``; chats of 100+ messages keep eva_simple); ``messages.search_config``: the one the row's words were indexed with, so
-  the generated ``tsv`` can use it (a generated column reads only its own row).
+  ``eva_simple``; chats of 100+ messages keep eva_simple); ``messages.search_config``: the
+  one the row's words were indexed with, so the generated ``tsv`` can use it (a generated
+  column reads only its own row).
 - ``tsv`` = the text's words, then the author's name (weight B): "Max wedding" finds the
   message Max wrote about the wedding. The name comes after the text, so a phrase of the text
   never runs into it.
