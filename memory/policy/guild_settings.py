@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from memory.policy.guild_policy import GuildChoices, day_start, month_start
 from memory.storage.database import translates_storage_errors
 from memory.storage.models import Chat, GuildSettings, UsageEntry
+from memory.storage.search_config import set_guild_language
 
 LIST_COLUMNS = ("reply_channels", "allow_roles", "block_roles", "allow_members", "block_members")
 SCALAR_COLUMNS = (
@@ -27,6 +28,7 @@ SCALAR_COLUMNS = (
     "timezone",
     "monthly_budget_usd",
     "alert_channel_id",
+    "search_language",
 )
 
 
@@ -74,6 +76,8 @@ class GuildSettingsStore:
                     index_elements=[GuildSettings.guild_id], set_={**values, "updated_at": func.now()}
                 )
             )
+            if "search_language" in values:  # every chat of the server re-indexed in this transaction
+                await set_guild_language(s, guild_id, values["search_language"])
             if "timezone" in values:
                 await s.execute(
                     update(Chat)
