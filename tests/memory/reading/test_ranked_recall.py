@@ -152,7 +152,8 @@ async def test_a_word_the_chat_never_used_does_not_empty_the_result(sessions: Se
     chat = await chat_with(engine, [("my sister's wedding in Borås", "Max")])
     found = await engine.recall(chat, "wedding zanzibar")
     assert hits(found) == [GUESS_AT]
-    # Every word the chat holds is in it: a full hit, and it says which word it has.
+    # Ranked with the messages holding every word the chat has, shown as partial: it names the
+    # word it has, so the asker sees that "zanzibar" was not found.
     assert heads(found) == [f"Partial hit 1: message #{GUESS_AT} (has: wedding)"]
 
 
