@@ -38,10 +38,11 @@ RECALL_CANDIDATES = 200
 # 300-600 candidates, 15-30x the largest `limit` (20); a word in >= 10% of messages has them
 # in the first 1,024 messages.
 PER_WORD = 100
+# A lexeme's search starts where its share of messages (ANALYZE's) puts twice PER_WORD matches.
+REACH_MARGIN = 2.0
 FIRST_WINDOW = 4096  # the trigram fallback's first window (fragments are rare)
-FIRST_RANKED_WINDOW = 1024
-# Each window is this many times the one before: a word absent from the chat costs
-# log4(1M / 1,024) + 1 = 6 index lookups on a 1M-message chat instead of 11 when doubling.
+# Each window is this many times the one before: a fragment absent from the chat costs
+# log4(1M / 4,096) + 1 = 5 index lookups on a 1M-message chat instead of 9 when doubling.
 WIDEN = 4
 
 
@@ -96,38 +97,59 @@ _INT4_MAX = 2**31 - 1
 # Custom plans for these words and this window, every time: after five runs of a statement
 # PostgreSQL may settle on a generic plan, which cannot tell a word in 1 of 100,000 messages
 # from one in 1 of 10 (measured with generic plans: p95 1,021 ms). In the same round trip:
-# each query word's lexemes in the chat's configuration, and the query as a phrase.
+# each query word's lexemes in the chat's configuration, the query as a phrase, and how common
+# each lexeme is (ANALYZE's most common elements of tsv, with their share of messages).
 _PREPARE = text("""
     WITH chat AS (
         SELECT coalesce(search_config, 'eva_simple'::regconfig) AS config FROM chats WHERE id = :chat_id
+    ), words AS (
+        SELECT w.n, tsvector_to_array(to_tsvector(chat.config, w.word)) AS lexemes
+        FROM chat, unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n)
+    ), stats AS (
+        SELECT CAST(CAST(s.most_common_elems AS text) AS text[]) AS elems, s.most_common_elem_freqs AS freqs
+        FROM pg_stats s
+        WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'tsv'
     )
     SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
-           ARRAY(SELECT array_to_string(tsvector_to_array(to_tsvector(chat.config, w.word)), ' ')
-                 FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n) ORDER BY w.n),
-           phraseto_tsquery(chat.config, :query)::text
+           ARRAY(SELECT array_to_string(words.lexemes, ' ') FROM words ORDER BY words.n),
+           phraseto_tsquery(chat.config, :query)::text,
+           ARRAY(SELECT e.elem || ' ' || e.freq::text
+                 FROM stats, unnest(stats.elems, stats.freqs[1:cardinality(stats.elems)]) AS e(elem, freq)
+                 WHERE e.elem IN (SELECT unnest(words.lexemes) FROM words))
     FROM chat
 """)
 
 
 @cache
-def _ranked_statement(by_author: bool, by_author_id: bool, in_range: bool, phrase: bool) -> TextClause:
-    """One window's newest matches of any wanted word, with the query lexemes each holds."""
-    where = [_CHAT_IN_RANGE if in_range else _CHAT_WHOLE, "m.tsv @@ CAST(:wanted AS tsquery)"]
+def _ranked_statement(
+    whole: tuple[bool, ...], by_author: bool, by_author_id: bool, phrase: bool
+) -> TextClause:
+    """The newest matches of each lexeme ``k`` in ``[lo_k, hi_k)``, at most ``cap`` each, in one
+    statement; each found message once, with the subqueries that found it and the query
+    lexemes it holds. ``whole[k]``: lexeme k's range starts at the chat's first message."""
+    extra = ""
     if by_author:
-        where.append("m.author_name ILIKE :author")
+        extra += " AND m.author_name ILIKE :author"
     if by_author_id:
-        where.append("m.author_id = :author_id")
+        extra += " AND m.author_id = :author_id"
+    parts = [
+        f"""(SELECT {k} AS k, m.idx FROM messages m
+            WHERE {_CHAT_WHOLE if every else _CHAT_IN_RANGE} AND m.idx >= :lo_{k} AND m.idx < :hi_{k}
+              AND m.text IS NOT NULL AND m.tsv @@ CAST(:lexeme_{k} AS tsquery){extra}
+            ORDER BY m.idx DESC LIMIT :cap)"""
+        for k, every in enumerate(whole)
+    ]
     holds_phrase = "m.tsv @@ CAST(:phrase AS tsquery)" if phrase else "false"
     return text(f"""
-        SELECT m.idx, length(m.tsv), held.lexemes, held.counts, {holds_phrase}
-        FROM messages m
+        WITH found AS ({" UNION ALL ".join(parts)}),
+        hits AS (SELECT idx, array_agg(k) AS ks FROM found GROUP BY idx)
+        SELECT h.idx, h.ks, length(m.tsv), held.lexemes, held.counts, {holds_phrase}
+        FROM hits h
+        JOIN messages m ON m.chat_id = :chat_id AND m.idx = h.idx
         CROSS JOIN LATERAL (
             SELECT array_agg(u.lexeme) AS lexemes, array_agg(cardinality(u.positions)) AS counts
             FROM unnest(m.tsv) AS u WHERE u.lexeme = ANY(CAST(:lexemes AS text[]))
         ) AS held
-        WHERE m.idx >= :lo AND m.idx < :hi AND m.text IS NOT NULL AND {" AND ".join(where)}
-        ORDER BY m.idx DESC
-        LIMIT :cap
     """)
 
 
@@ -164,38 +186,60 @@ def _in_range(filters: Filters, lo: int) -> bool:
     return lo > 0 and filters.chat_id <= _INT4_MAX
 
 
+def first_reach(total: int, share: float | None) -> int:
+    """Where a lexeme's search starts: far enough back from the newest message to hold
+    PER_WORD of its matches twice over at its share of messages (``share``, from ANALYZE), the
+    whole chat for a word rarer than ANALYZE lists (under ~0.1% of messages)."""
+    if not share:
+        return 0
+    return max(0, total - int(PER_WORD * REACH_MARGIN / share))
+
+
 async def _candidates(
-    session: AsyncSession, filters: Filters, total: int, lexemes: Sequence[str], phrase: str | None
+    session: AsyncSession,
+    filters: Filters,
+    total: int,
+    lexemes: Sequence[str],
+    shares: dict[str, float],
+    phrase: str | None,
 ) -> tuple[list[Candidate], dict[str, float]]:
     """The newest PER_WORD matches of each lexeme (more where they share messages) and each
-    lexeme's document frequency: counted where every match was read, else estimated."""
-    params = {**_filter_params(filters), "lexemes": list(lexemes), "phrase": phrase}
+    lexeme's document frequency: counted where every match was read, else estimated from the
+    part read. One statement; a second, over the rest of the chat, for the lexemes that came
+    short in the part their share pointed at (a word more common elsewhere than here)."""
+    params = {**_filter_params(filters), "lexemes": list(lexemes), "phrase": phrase, "cap": PER_WORD}
     by_author, by_author_id = filters.author is not None, filters.author_id is not None
     seen: dict[int, Candidate] = {}
     counts: Counter[str] = Counter()
     frequencies: dict[str, float] = {}
-    wanted = list(lexemes)
-    hi, size = total, FIRST_RANKED_WINDOW
-    while wanted and hi > 0:
-        lo = max(0, hi - size)
-        cap = PER_WORD * len(wanted)
-        statement = _ranked_statement(by_author, by_author_id, _in_range(filters, lo), phrase is not None)
-        query = " | ".join(tsquery_literal(lexeme) for lexeme in wanted)
-        window = {"wanted": query, "lo": lo, "hi": hi, "cap": cap}
-        rows = (await session.execute(statement, {**params, **window})).all()
-        for idx, length, held, tf, holds_phrase in rows:
+    ranges = {lexeme: (first_reach(total, shares.get(lexeme)), total) for lexeme in lexemes}
+    while ranges:
+        wanted = list(ranges)
+        whole = tuple(ranges[lexeme][0] == 0 or filters.chat_id > _INT4_MAX for lexeme in wanted)
+        window: dict[str, object] = {}
+        for k, lexeme in enumerate(wanted):
+            window |= {f"lo_{k}": ranges[lexeme][0], f"hi_{k}": ranges[lexeme][1]}
+            window[f"lexeme_{k}"] = tsquery_literal(lexeme)
+        statement = _ranked_statement(whole, by_author, by_author_id, phrase is not None)
+        found: Counter[int] = Counter()
+        oldest: dict[int, int] = {}
+        for idx, ks, length, held, tf, holds_phrase in await session.execute(statement, {**params, **window}):
             held_counts = dict(zip(held or (), tf or (), strict=True))
             seen[int(idx)] = Candidate(int(idx), int(length), held_counts, bool(holds_phrase))
-            counts.update(lexeme for lexeme in held_counts if lexeme in wanted)
-        # A full statement stopped at its oldest row: the part read ends there.
-        hi = int(rows[-1][0]) if len(rows) == cap else lo
-        read = total - hi
-        for lexeme in [w for w in wanted if counts[w] >= PER_WORD]:
-            frequencies[lexeme] = counts[lexeme] * total / max(read, 1)
-            wanted.remove(lexeme)
-        size *= WIDEN
-    for lexeme in wanted:  # followed to the chat's first message: counted
-        frequencies[lexeme] = float(counts[lexeme])
+            for k in ks:
+                found[k] += 1
+                oldest[k] = min(oldest.get(k, idx), idx)
+        short: dict[str, tuple[int, int]] = {}
+        for k, lexeme in enumerate(wanted):
+            counts[lexeme] += found[k]
+            lo = ranges[lexeme][0]
+            if found[k] >= PER_WORD:  # the newest PER_WORD: its share of the part read
+                frequencies[lexeme] = counts[lexeme] * total / max(total - oldest[k], 1)
+            elif lo == 0:  # every match of the chat read: counted
+                frequencies[lexeme] = float(counts[lexeme])
+            else:
+                short[lexeme] = (0, lo)
+        ranges = short
     return list(seen.values()), frequencies
 
 
@@ -233,9 +277,10 @@ async def search(session: AsyncSession, filters: Filters, total: int, limit: int
     row = (await session.execute(_PREPARE, {**_filter_params(filters), "words": words})).one_or_none()
     word_lexemes: list[str] = list(row[1]) if row is not None else []
     lexemes = list(dict.fromkeys(lex for per_word in word_lexemes for lex in per_word.split()))
-    if lexemes:  # emoji and punctuation make none
-        phrase = row[2] if row is not None and len(lexemes) > 1 and row[2] else None
-        candidates, frequencies = await _candidates(session, filters, total, lexemes, phrase)
+    if lexemes and row is not None:  # emoji and punctuation make none
+        phrase = row[2] if len(lexemes) > 1 and row[2] else None
+        shares = {elem: float(share) for elem, share in (pair.rsplit(" ", 1) for pair in row[3] or ())}
+        candidates, frequencies = await _candidates(session, filters, total, lexemes, shares, phrase)
         if candidates:
             every = frozenset(lexemes)
             ranked = rank(candidates, frequencies, total, limit)
