@@ -143,7 +143,8 @@ def _ranked_statement(
     return text(f"""
         WITH found AS ({" UNION ALL ".join(parts)}),
         hits AS (SELECT idx, array_agg(k) AS ks FROM found GROUP BY idx)
-        SELECT h.idx, h.ks, length(m.tsv), held.lexemes, held.counts, {holds_phrase}
+        SELECT h.idx, h.ks, cardinality(regexp_split_to_array(m.text, '[^[:alnum:]]+')) + 1,
+               held.lexemes, held.counts, {holds_phrase}
         FROM hits h
         JOIN messages m ON m.chat_id = :chat_id AND m.idx = h.idx
         CROSS JOIN LATERAL (
