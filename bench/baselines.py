@@ -116,8 +116,8 @@ class RollingSummary:
         old = "\n".join(self.summary)
         new_size = min(self.summary_bytes, round(len(old.encode()) + ROLLING_RATIO * slice_bytes))
         self.rewrites += 1
-        self.summary = summary_lines(self.rewrites, new_size)
         chat = "\n".join(line for _, line, _ in folded)
+        self.summary = self.summarized(old, chat, new_size)
         request = {
             "model": "",
             "max_tokens": estimate_tokens("x" * self.summary_bytes) + 200,
@@ -135,6 +135,11 @@ class RollingSummary:
         output = estimate_tokens("\n".join(self.summary))
         for meter in self.meters:
             meter.account({**request, "model": meter.model}, output)
+
+    def summarized(self, old: str, chat: str, size: int) -> list[str]:
+        """The new summary's lines: here ``size`` bytes of stand-in text (only its size matters to
+        the bill); bench/fidelity_model.py asks a real model instead."""
+        return summary_lines(self.rewrites, size)
 
     def view(self, total: int) -> PromptView:
         first = self.tail[0][0] if self.tail else total

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from bench.baselines import (
     BEFORE,
@@ -18,6 +19,7 @@ from bench.baselines import (
     before_config,
     swap_policies,
 )
+from bench.fidelity import FidelitySpec
 from bench.meters import AUTO
 from bench.scale_measure import ScaleFigures, ScaleSpec
 from bench.turns import RunFigures, RunSpec
@@ -39,6 +41,7 @@ class Plan:
     scale: ScaleSpec
     config: MemoryConfig = field(default_factory=MemoryConfig)
     every_turn_limit: int = 3_000  # the spec measured its 98.6% on 3,000 replayed messages
+    fidelity: tuple[FidelitySpec, ...] = ()  # planted-fact runs (bench/fidelity.py), model-free
 
     def runs(self) -> list[RunSpec]:
         """The main corpus under both swap policies (the quiet one also with 1-hour marks, the
@@ -70,12 +73,29 @@ class Plan:
         return [*main, every, *others, *before]
 
 
+# The fidelity runs: the main corpus's first 20,000 messages with 200 facts (the issue's
+# acceptance run, ~6 minutes on the shared 2 cores), the other corpora whole with 50 each.
+FIDELITY_MAIN = (20_000, 200)
+FIDELITY_OTHERS = (None, 50)
+
+
+def fidelity_specs(main: Path, others: tuple[Path, ...], quick: bool) -> tuple[FidelitySpec, ...]:
+    (main_limit, main_facts), (other_limit, other_facts) = (
+        ((5_000, 50), (1_000, 25)) if quick else (FIDELITY_MAIN, FIDELITY_OTHERS)
+    )
+    rest = [FidelitySpec(other, other_limit, other_facts) for other in others]
+    return (FidelitySpec(main, main_limit, main_facts), *rest)
+
+
 def make_plan(quick: bool, data: Path = DATA) -> Plan:
     others = tuple(data / name for name in OTHER_CORPORA if (data / name).is_file())
+    fidelity = fidelity_specs(data / MAIN_CORPUS, others, quick)
     if quick:
         scale = ScaleSpec(data / MAIN_CORPUS, messages=100_000, samples=100, ingest=1_000, erase=10_000)
-        return Plan("quick", data / MAIN_CORPUS, 5_000, others, 1_000, scale)
-    return Plan("full", data / MAIN_CORPUS, None, others, None, ScaleSpec(data / MAIN_CORPUS))
+        return Plan("quick", data / MAIN_CORPUS, 5_000, others, 1_000, scale, fidelity=fidelity)
+    return Plan(
+        "full", data / MAIN_CORPUS, None, others, None, ScaleSpec(data / MAIN_CORPUS), fidelity=fidelity
+    )
 
 
 @dataclass
@@ -85,3 +105,4 @@ class Collected:
     scale: ScaleFigures
     seconds: float
     started_at: datetime
+    fidelity: list[dict[str, Any]] = field(default_factory=list)  # bench.fidelity's figures, per run

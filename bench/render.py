@@ -14,6 +14,7 @@ from bench.cache_model import MeterFigures
 from bench.figures import Collected
 from bench.meters import REPLY_OUTPUT_TOKENS
 from bench.render_cost import cost_sections
+from bench.render_fidelity import fidelity_section
 from bench.scale_measure import ScaleFigures
 from bench.turns import BLOCKED_WHAT_IF, RunFigures
 
@@ -330,6 +331,7 @@ figures, labelled with their source.
 
 {_comparison(main, at_once)}
 
+{fidelity_section(c.fidelity)}
 ## One chat at scale
 
 {_scale(c.scale)}

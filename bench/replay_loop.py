@@ -9,6 +9,7 @@ The invariants of the row are checked after every swap.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -41,7 +42,10 @@ class ReplayHooks(Protocol):
 
     clock: SimulatedClock  # the replay runs on this clock
 
-    def wrap(self, summarizer: FakeSummarizer) -> Summarizer: ...
+    def wrap(self, summarizer: FakeSummarizer) -> Summarizer:
+        """The summarizer the compactor calls: ``summarizer`` metered (bench/turns.py), or
+        another one altogether (bench/fidelity.py's real-model mode: the Anthropic one)."""
+        ...
 
     async def started(self, memory: MemoryEngine, chat_id: int) -> None: ...
 
@@ -99,7 +103,10 @@ async def replay(
     fail_rate: float = 0.0,
     overshoot_rate: float = 0.0,
     hooks: ReplayHooks | None = None,
+    records: Iterable[ImportedMessage] | None = None,
 ) -> ReplayResult:
+    """Replay ``corpus`` (or ``records``, when given: the corpus as a benchmark changed it,
+    bench/fidelity_plant.py) through the real engine; its figures."""
     config = config or MemoryConfig()
     engine = make_engine(database_url)
     await migrate.upgrade(engine)
@@ -129,7 +136,7 @@ async def replay(
         row_bytes = tail = 0
         previous = None
         quiet = timedelta(seconds=config.quiet_seconds)
-        for count, record in enumerate(read_any(corpus)):
+        for count, record in enumerate(read_any(corpus) if records is None else records):
             if limit is not None and count >= limit:
                 break
             clock.set(record.created_at)

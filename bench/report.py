@@ -26,14 +26,16 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from bench.fidelity import FidelitySpec, measure_fidelity, problems
 from bench.figures import DATA, MAIN_CORPUS, REPO, Collected, Plan, make_plan
 from bench.logs import configure_logging
 from bench.render import render
 from bench.scale_ingest import ingest_through_bot
 from bench.scale_measure import run_scale
 from bench.turns import RunFigures, RunSpec, measure_run
-from memory import EmbeddedPostgres, create_run_database, drop_database
+from memory import EmbeddedPostgres, MemoryConfig, create_run_database, drop_database
 
 
 async def run_replay(spec: RunSpec, admin_url: str) -> RunFigures:
@@ -53,6 +55,21 @@ def _replay_in_process(spec: RunSpec, admin_url: str) -> RunFigures:
     return asyncio.run(run_replay(spec, admin_url))
 
 
+async def run_fidelity(spec: FidelitySpec, admin_url: str, config: MemoryConfig) -> dict[str, Any]:
+    if multiprocessing.parent_process() is not None:
+        configure_logging()
+    name = f"eva_fidelity_{os.getpid()}_{int(time.time() * 1000)}"
+    url = await create_run_database(admin_url, name, commit_flush=False)
+    try:
+        return await measure_fidelity(spec, url, config)
+    finally:
+        await drop_database(admin_url, name)
+
+
+def _fidelity_in_process(spec: FidelitySpec, admin_url: str, config: MemoryConfig) -> dict[str, Any]:
+    return asyncio.run(run_fidelity(spec, admin_url, config))
+
+
 async def collect(plan: Plan, admin_url: str, *, workers: int = 2) -> Collected:
     """Every run of the plan; replays in ``workers`` processes (1: in this process)."""
     started, started_at = time.perf_counter(), datetime.now(UTC)
@@ -61,15 +78,19 @@ async def collect(plan: Plan, admin_url: str, *, workers: int = 2) -> Collected:
         context = multiprocessing.get_context("spawn")
         loop = asyncio.get_running_loop()
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            runs = list(
-                await asyncio.gather(
-                    *(loop.run_in_executor(pool, _replay_in_process, spec, admin_url) for spec in specs)
-                )
-            )
+            replays = [loop.run_in_executor(pool, _replay_in_process, spec, admin_url) for spec in specs]
+            checks = [
+                loop.run_in_executor(pool, _fidelity_in_process, spec, admin_url, plan.config)
+                for spec in plan.fidelity
+            ]
+            runs = list(await asyncio.gather(*replays))
+            fidelity = list(await asyncio.gather(*checks))
     else:
         runs = [await run_replay(spec, admin_url) for spec in specs]
+        fidelity = [await run_fidelity(spec, admin_url, plan.config) for spec in plan.fidelity]
     scale = await run_scale(plan.scale, admin_url, ingest_through_bot)
-    return Collected(plan, runs, scale, round(time.perf_counter() - started, 1), started_at)
+    seconds = round(time.perf_counter() - started, 1)
+    return Collected(plan, runs, scale, seconds, started_at, fidelity)
 
 
 def _command(*args: str) -> str:
@@ -145,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(markdown, encoding="utf-8")
     print(f"wrote {args.out} in {collected.seconds:.0f} s")
-    return 0 if all(r.replay["invariant_violations"] == 0 for r in collected.runs) else 1
+    sound = all(r.replay["invariant_violations"] == 0 for r in collected.runs)
+    return 0 if sound and not any(problems(f) for f in collected.fidelity) else 1
 
 
 if __name__ == "__main__":

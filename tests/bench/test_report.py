@@ -9,6 +9,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from bench.fidelity import FidelitySpec
 from bench.figures import Plan
 from bench.render import render
 from bench.report import collect
@@ -49,8 +50,18 @@ async def test_report_renders_every_table_from_measurement(
     irc = shared_data / "irc"
     scale = ScaleSpec(irc / "rust.jsonl", messages=3_000, samples=8, ingest=40, erase=100, config=SMALL)
     config = replace(SMALL, trim_slack=48)  # as the product: overshoots cut here
+    # ubuntu-meeting's first 700 messages span 27 hours: the resolution table gets a row.
+    fidelity = (FidelitySpec(irc / "ubuntu-meeting.jsonl", 700, 10),)
     plan = Plan(
-        "test", irc / "rust.jsonl", 500, (irc / "stripe.jsonl",), 300, scale, config, every_turn_limit=120
+        "test",
+        irc / "rust.jsonl",
+        500,
+        (irc / "stripe.jsonl",),
+        300,
+        scale,
+        config,
+        every_turn_limit=120,
+        fidelity=fidelity,
     )
     collected = await collect(plan, postgres_admin_url, workers=1)
 
@@ -82,9 +93,19 @@ async def test_report_renders_every_table_from_measurement(
     for key in SCALE_KEYS:  # python -m bench.scale --json: every figure the scale goals name
         assert isinstance(figures[key], int | float) and figures[key] > 0, key
 
+    (checked,) = collected.fidelity  # the planted facts, on the engine as configured
+    assert checked["facts"] == 10 and checked["erased_found"] == 0
+    assert all(f["reachable_share"] == 1.0 for kind, f in checked["kinds"].items() if kind != "erased")
+
     markdown = render(collected, HOST, "python -m bench.report --test")
     found = tables(markdown)
-    assert len(found) == 6  # reference, per corpus, headline, before/after, comparison, scale
+    # reference, per corpus, headline, before/after, comparison, fidelity by kind, by age, scale
+    assert len(found) == 8
+    by_kind = found[5]
+    assert [row[1] for row in by_kind] == ["single", "attribution", "update", "about", "erased"]
+    assert by_kind[-1][-1] == "0" and all(row[3] == "100%" for row in by_kind[:-1])
+    assert found[6] and all(row[0].startswith("ubuntu-meeting.jsonl") for row in found[6])
+    assert "## Proof of memory" in markdown
     for table in found:
         assert table, "a table without rows"
         for row in table:
