@@ -44,7 +44,9 @@ AGES = {
 }
 HIT_RANKS = (1, 5, 10)
 _ADDRESS = re.compile(r"^(\d+)\+(\d+) ", re.MULTILINE)
-_HIT = re.compile(r"^Hit \d+: message #(\d+)$", re.MULTILINE)
+# A hit holding every word of the query, or some of them (recall ranks both, the partial
+# ones below and named as such, memory/reading/reads.py); the rank is the hit's place either way.
+_HIT = re.compile(r"^(?:Partial hit|Hit) \d+: message #(\d+)\b", re.MULTILINE)
 # The cost estimate of a real-model run: Eva's turn zooms or recalls twice, so it is three calls,
 # the two later ones reading the first one's prompt from the cache at 0.1x: 1.2x its first call.
 ESTIMATED_TURN_FACTOR = 1.2
