@@ -202,12 +202,12 @@ NOTES = {
     "object per tail message (up to ~500); on a loaded machine the tail's objects dominate.",
     "zoom_row": "cProfile: an unbuilt line is walked down one query per level "
     "(memory/storage/tree_nodes.py resolve).",
-    "recall": "memory/reading/search.py: every word looked for on its own, newest matches first in "
-    "windows of 1,024 x 4^k messages, each window's bitmap ANDed with its primary-key range; a word "
-    "drops out once it has 100 matches, a rare one is followed to the chat's first message (up to 6 "
-    "statements at 1M); the candidates ranked by BM25 in Python (memory/reading/ranking.py).",
-    "recall_author": "memory/reading/search.py: the same windows, each ANDed with the name's trigram "
-    "bitmap; a word by that author is rarer, so it widens further.",
+    "recall": "memory/reading/search.py: one statement with a subquery per query word, each reading "
+    "its newest 100 matches in the part of the chat its ANALYZE share says holds 200 (the whole chat "
+    "for a rare word), each ANDed with the primary-key range; then BM25 in Python over the "
+    "candidates (memory/reading/ranking.py).",
+    "recall_author": "memory/reading/search.py: the same subqueries, each ANDed with the name's trigram "
+    "bitmap; a word by one author comes short more often and is read again over the rest of the chat.",
     "recall_small": "memory/reading/search.py: the chat-led GIN indexes keep the big chat's matches out; the "
     "first window of a common word still ANDs its bitmap over every chat.",
     "ingest": "the batch is what queued during the previous write; one multi-row INSERT per batch "
