@@ -44,10 +44,15 @@ AGES = {
 }
 HIT_RANKS = (1, 5, 10)
 _ADDRESS = re.compile(r"^(\d+)\+(\d+) ", re.MULTILINE)
-_HIT = re.compile(r"^Hit \d+: message #(\d+)$", re.MULTILINE)
+# A hit holding every word of the query, or some of them (recall ranks both, the partial
+# ones below and named as such, memory/reading/reads.py); the rank is the hit's place either way.
+_HIT = re.compile(r"^(?:Partial hit|Hit) \d+: message #(\d+)\b", re.MULTILINE)
 # What a line shows besides the words: a row line's head (``1360+8 2004-12-01|``), a tail or
-# recall line's index, time and mark (``>#4210 2004-12-01 13:45 ``), recall's "Hit 2: ..." lines.
-_HEADS = re.compile(r"^(?:\d+\+\d+ [^|]*\||[> ]?#\d+ \d{4}-\d\d-\d\d \d\d:\d\d |Hit \d+: message #\d+$)")
+# recall line's index, time and mark (``>#4210 2004-12-01 13:45 ``), recall's "Hit 2: ..." and
+# "Partial hit 3: message #k (has: ...)" lines (whose words echo the query, not the memory).
+_HEADS = re.compile(
+    r"^(?:\d+\+\d+ [^|]*\||[> ]?#\d+ \d{4}-\d\d-\d\d \d\d:\d\d |(?:Partial hit|Hit) \d+: message #\d+\b.*$)"
+)
 # The cost estimate of a real-model run: Eva's turn zooms or recalls twice, so it is three calls,
 # the two later ones reading the first one's prompt from the cache at 0.1x: 1.2x its first call.
 ESTIMATED_TURN_FACTOR = 1.2

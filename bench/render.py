@@ -30,7 +30,11 @@ GOALS: dict[str, tuple[str, Check]] = {
     "prompt": ("p95 <= 50 ms", lambda f: f.latencies["prompt"].p95_ms <= 50),
     "zoom_row": ("p95 <= 100 ms", lambda f: f.latencies["zoom_row"].p95_ms <= 100),
     "zoom_deep": ("p95 <= 100 ms", lambda f: f.latencies["zoom_deep"].p95_ms <= 100),
-    "recall": ("p95 <= 100 ms", lambda f: f.latencies["recall"].p95_ms <= 100),
+    "recall": ("p95 <= 50 ms", lambda f: f.latencies["recall"].p95_ms <= 50),
+    "recall_word": (
+        "p95 <= 50 ms",
+        lambda f: "recall_word" in f.latencies and f.latencies["recall_word"].p95_ms <= 50,
+    ),
     "recall_author": ("p95 <= 100 ms", lambda f: f.latencies["recall_author"].p95_ms <= 100),
     "recall_small": (
         "p95 <= 20 ms",
@@ -198,11 +202,12 @@ NOTES = {
     "object per tail message (up to ~500); on a loaded machine the tail's objects dominate.",
     "zoom_row": "cProfile: an unbuilt line is walked down one query per level "
     "(memory/storage/tree_nodes.py resolve).",
-    "recall": "memory/reading/search.py: newest matches first in windows of 4,096 x 4^k messages, "
-    "each window's word bitmap ANDed with its primary-key range; a word in no window until the last "
-    "reads every window's bitmap (up to 5 index lookups).",
-    "recall_author": "memory/reading/search.py: with an author, one search over the whole chat, the name's "
-    "trigram bitmap ANDed with the word's; a common word by a prolific author reads their common matches.",
+    "recall": "memory/reading/search.py: one statement with a subquery per query word, each reading "
+    "its newest 100 matches in the part of the chat its ANALYZE share says holds 200 (the whole chat "
+    "for a rare word), each ANDed with the primary-key range; then BM25 in Python over the "
+    "candidates (memory/reading/ranking.py).",
+    "recall_author": "memory/reading/search.py: the same subqueries, each ANDed with the name's trigram "
+    "bitmap; a word by one author comes short more often and is read again over the rest of the chat.",
     "recall_small": "memory/reading/search.py: the chat-led GIN indexes keep the big chat's matches out; the "
     "first window of a common word still ANDs its bitmap over every chat.",
     "ingest": "the batch is what queued during the previous write; one multi-row INSERT per batch "
@@ -211,6 +216,7 @@ NOTES = {
     "erase": "the per-level DELETEs of covering lines and the UPDATE of the erased rows (tsvector, GIN).",
 }
 NOTES["zoom_deep"] = NOTES["zoom_row"]
+NOTES["recall_word"] = NOTES["recall"]
 
 
 def _scale(f: ScaleFigures) -> str:
@@ -227,11 +233,16 @@ def _scale(f: ScaleFigures) -> str:
         row("prompt", "reply prompt: prompt_view + build_request, p50 / p95", ms("prompt")),
         row("zoom_row", "zoom of random row lines, p50 / p95", ms("zoom_row")),
         row("zoom_deep", "zoom of random deep addresses (levels 0-12), p50 / p95", ms("zoom_deep")),
-        row("recall", "recall of words sampled from the corpus, p50 / p95", ms("recall")),
+        row("recall", "ranked recall of 3-6 words sampled from the corpus, p50 / p95", ms("recall")),
+        row(
+            "recall_word",
+            "recall of one word sampled from the corpus, p50 / p95",
+            ms("recall_word") if "recall_word" in lat else "not measured",
+        ),
         row("recall_author", "recall with an author filter, p50 / p95", ms("recall_author")),
         row(
             "recall_small",
-            "recall in a 10,000-message chat of the same database, p50 / p95",
+            "ranked recall (3-6 words) in a 10,000-message chat of the same database, p50 / p95",
             ms("recall_small") if "recall_small" in lat else "not measured",
         ),
         row(

@@ -36,6 +36,7 @@ def summary(f: ScaleFigures) -> dict[str, Any]:
         "prompt_p95_ms": lat["prompt"].p95_ms,
         "zoom_p95_ms": max(lat["zoom_row"].p95_ms, lat["zoom_deep"].p95_ms),
         "recall_p95_ms": lat["recall"].p95_ms,
+        "recall_word_p95_ms": lat["recall_word"].p95_ms if "recall_word" in lat else None,
         "recall_author_p95_ms": lat["recall_author"].p95_ms,
         "recall_small_chat_p95_ms": small.p95_ms if small else None,
         "ingest_msgs_per_s": f.ingest_per_second,

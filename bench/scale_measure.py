@@ -159,6 +159,25 @@ async def build_chat(
     return chat_id, sim, records
 
 
+def _queries(rng: random.Random, texts: Sequence[str], n: int, fewest: int, most: int) -> list[str]:
+    """``n`` recall queries of ``fewest``-``most`` words as people type them: words of one
+    message of the corpus, topped up from another when it has too few (so some queries hold
+    words no single message has, as a question's paraphrase does)."""
+    queries: list[str] = []
+    while len(queries) < n:
+        size = rng.randint(fewest, most)
+        words: list[str] = []
+        for _ in range(8):
+            text = texts[rng.randrange(len(texts))]
+            found = [w for w in dict.fromkeys(_WORD.findall(text)) if w not in words]
+            words += rng.sample(found, min(len(found), size - len(words)))
+            if len(words) >= size:
+                break
+        if len(words) >= fewest:
+            queries.append(" ".join(words))
+    return queries
+
+
 async def _timed(samples: Sequence[Any], call: Any) -> Latency:
     seconds = []
     for sample in samples:
@@ -199,22 +218,16 @@ async def measure_reads(
         if end((level, index)) <= sim.boundary:
             deep.append((level, index))
     out["zoom_deep"] = await _timed(deep, zoom)
-    words: list[str] = []
-    while len(words) < n:
-        found = _WORD.findall(sim.texts[rng.randrange(len(sim.texts))])
-        if found:
-            words.append(rng.choice(found))
+    words = _queries(rng, sim.texts, n, 1, 1)
+    queries = _queries(rng, sim.texts, n, 3, 6)
     authors = [sim.authors[rng.randrange(len(sim.authors))] for _ in range(n)]
-    out["recall"] = await _timed(words, lambda w: memory.recall(chat_id, w))
-    small_words: list[str] = []
-    while small_texts and len(small_words) < n:
-        found = _WORD.findall(small_texts[rng.randrange(len(small_texts))])
-        if found:
-            small_words.append(rng.choice(found))
-    if small_words:
-        out["recall_small"] = await _timed(small_words, lambda w: memory.recall(small_chat_id, w))
+    out["recall"] = await _timed(queries, lambda q: memory.recall(chat_id, q))
+    out["recall_word"] = await _timed(words, lambda w: memory.recall(chat_id, w))
+    if small_texts:
+        small_queries = _queries(rng, small_texts, n, 3, 6)
+        out["recall_small"] = await _timed(small_queries, lambda q: memory.recall(small_chat_id, q))
     out["recall_author"] = await _timed(
-        list(zip(words, authors, strict=True)), lambda wa: memory.recall(chat_id, wa[0], author=wa[1])
+        list(zip(queries, authors, strict=True)), lambda qa: memory.recall(chat_id, qa[0], author=qa[1])
     )
     return out
 

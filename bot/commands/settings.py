@@ -21,6 +21,7 @@ from bot.policy import policy_of, store_of
 from memory import Changer
 from memory.errors import UserFacingError
 from memory.policy.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
+from memory.text.language import LANGUAGES, valid_language
 
 log = structlog.get_logger(__name__)
 
@@ -243,6 +244,21 @@ class ServerSettings(ManagersCog):
         shown = zone or self.services.settings.timezone
         await self._changed(
             interaction, "timezone", f"Dates in my memory of this server now read in {shown}."
+        )
+
+    @settings.command(name="recall-language", description="The language recall reads this server's words in")
+    @app_commands.describe(language="'auto' guesses each channel's language from its first messages")
+    @app_commands.choices(
+        language=[app_commands.Choice(name=name, value=name) for name in ("auto", *LANGUAGES)]
+    )
+    async def recall_language(self, interaction: discord.Interaction, language: str) -> None:
+        chosen = valid_language(language)
+        # Every channel's messages are indexed again, in this command: a big server takes a while.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await store_of(self.services).set(interaction.guild_id or 0, search_language=chosen)
+        shown = chosen or "the language each channel is written in (guessed)"
+        await self._changed(
+            interaction, "recall_language", f"recall now finds other forms of words in {shown}."
         )
 
     @settings.command(

@@ -56,10 +56,13 @@ date, a number or a name from an old line, or guess, open the line with zoom unt
 words themselves. zoom(id, n) opens line id+n into the two lines of n/2 messages under it, and \
 zoom(id, 1) shows message #id whole, with its author and time. From a line down to one message \
 usually takes 3 to 5 zooms.
-- recall(query) searches every message of this chat, word for word, for words or a fragment of \
-a word or a name, and shows each hit with the messages around it. Use it when you don't know \
-where something is, or for anything the lines and the tail don't mention. author narrows it to \
-one person.
+- recall(query) searches every message of this chat and shows the best hits, each with the \
+messages around it: the exact phrase first, then messages with every word, then those with some \
+of them ("Partial hit", naming the words it has). Words match in their other forms, accents \
+ignored, and a name matches what that person wrote and where they are mentioned. Give a few \
+distinctive words, not the whole question; for what someone said, put the topic in query and \
+the person in author. Use it when you don't know where something is, or for anything the \
+lines and the tail don't mention.
 - People are identified by their display names as shown. Keep people apart: never give one \
 person's words to another.
 - If you cannot find something, say you don't remember rather than inventing it.

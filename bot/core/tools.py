@@ -45,13 +45,19 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "recall",
         "description": (
-            "Search every message of this chat, word for word, for words or a fragment of a word "
-            "or a name. Returns the best hits, each with the messages around it."
+            "Search every message of this chat. A message is found when it shares words with the "
+            "query, best first: the exact phrase, then every word, then some of the words (rarer "
+            "words count more). Words match in their other forms (wedding, weddings) with accents "
+            "ignored, and a person's name matches what they wrote and where they are mentioned. "
+            "Give a few distinctive words (names, places, things), not a whole question; for what "
+            "a person said, put the topic in query and the person in author. A fragment of a word "
+            "works when no whole word matches. Each hit comes with the messages around it; a "
+            "'Partial hit' lists which of your words it has."
         ),
         "input_schema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "words to look for"},
+                "query": {"type": "string", "description": "a few distinctive words to look for"},
                 "author": {"type": "string", "description": "only messages by this person (name)"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": RECALL_MAX_LIMIT},
             },

@@ -20,6 +20,7 @@ from memory.policy.guild_policy import GuildChoices, day_start, month_start
 from memory.policy.settings_audit import Changer
 from memory.storage.database import translates_storage_errors
 from memory.storage.models import Chat, GuildSettings, UsageEntry
+from memory.storage.search_config import set_guild_language
 
 LIST_COLUMNS = (
     "reply_channels",
@@ -36,6 +37,7 @@ SCALAR_COLUMNS = (
     "timezone",
     "monthly_budget_usd",
     "alert_channel_id",
+    "search_language",
 )
 
 
@@ -85,6 +87,8 @@ class GuildSettingsStore:
                     index_elements=[GuildSettings.guild_id], set_={**values, "updated_at": func.now()}
                 )
             )
+            if "search_language" in values:  # every chat of the server re-indexed in this transaction
+                await set_guild_language(s, guild_id, values["search_language"])
             if "timezone" in values:
                 await s.execute(
                     update(Chat)

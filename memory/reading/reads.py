@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.errors import BadRequest
-from memory.reading.search import Filters, search
+from memory.reading.search import Filters, Found, search
 from memory.storage.chats import get_chat
 from memory.storage.log import read_range, storable
 from memory.storage.models import Message
@@ -87,12 +87,6 @@ async def zoom(session: AsyncSession, chat_id: int, first: int, count: int, page
     return "\n".join(lines)
 
 
-@dataclass(frozen=True, slots=True)
-class RecallHit:
-    index: int
-    score: float
-
-
 _LIKE_SPECIALS = re.compile(r"([\\%_])")
 
 
@@ -112,7 +106,7 @@ class RecallQuery:
     limit: int = 5
 
 
-async def recall_hits(session: AsyncSession, chat_id: int, query: RecallQuery) -> list[RecallHit]:
+async def recall_hits(session: AsyncSession, chat_id: int, query: RecallQuery) -> list[Found]:
     author, author_id, limit = query.author, query.author_id, query.limit
     # Stored text has U+FFFD where a message had NUL: search the same way (and never send
     # PostgreSQL a NUL, which it refuses).
@@ -130,13 +124,20 @@ async def recall_hits(session: AsyncSession, chat_id: int, query: RecallQuery) -
     author_pattern = f"%{_like_escape(storable(author).strip())}%" if author and author.strip() else None
     total = (await get_chat(session, chat_id)).next_index  # from the session's identity map in recall()
     filters = Filters(chat_id, words, pattern, author_pattern, author_id)
-    return [RecallHit(idx, score) for idx, score in await search(session, filters, total, limit)]
+    return await search(session, filters, total, limit)
 
 
 def _clip(line: str, index: int) -> str:
     if len(line) <= RECALL_MESSAGE_CHARS:
         return line
     return line[:RECALL_MESSAGE_CHARS] + f" [… zoom({index}, 1) for the whole message]"
+
+
+def _hit_head(n: int, hit: Found) -> str:
+    """ "Hit n" holds every word of the query; "Partial hit n" some of them, named."""
+    if hit.every_word or not hit.words:
+        return f"Hit {n}: message #{hit.index}"
+    return f"Partial hit {n}: message #{hit.index} (has: {', '.join(hit.words)})"
 
 
 async def recall(
@@ -156,7 +157,7 @@ async def recall(
     messages = {m.idx: m for m in rows.all()}
     blocks, used = [], 0
     for n, hit in enumerate(hits, start=1):
-        lines = [f"Hit {n}: message #{hit.index}"]
+        lines = [_hit_head(n, hit)]
         for k in range(max(0, hit.index - around), hit.index + around + 1):
             m = messages.get(k)
             if m is not None:

@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.errors import ChatNotFound
 from memory.storage.models import Chat, Message
+from memory.storage.search_config import choose, undecided
+from memory.text.language import SIMPLE
 from memory.text.mentions import MentionNames, render_mentions, with_raw_mentions
 from memory.text.records import ImportedMessage, message_text
 from memory.tree.node import utf8_len
@@ -125,7 +127,7 @@ def stored_words(
     )
 
 
-def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
+def _row_values(chat_id: int, index: int, msg: NewMessage, config: str | None = None) -> dict[str, object]:
     words = stored_words(msg.content, msg.attachments, msg.reply_to, (msg.mention_ids, msg.mention_names))
     author = storable(msg.author_name[:200])
     return {
@@ -143,6 +145,7 @@ def _row_values(chat_id: int, index: int, msg: NewMessage) -> dict[str, object]:
         "line_bytes": tail_line_bytes(index, author, words.text),
         "mention_ids": words.mention_ids,
         "mention_names": words.mention_names,
+        "search_config": config or SIMPLE,
     }
 
 
@@ -165,18 +168,20 @@ _APPEND = text("""
         UPDATE chats SET next_index = next_index + 1,
                          last_message_at = GREATEST(last_message_at, :created_at)
         WHERE id = :chat_id AND NOT EXISTS (SELECT 1 FROM dup)
-        RETURNING next_index - 1 AS idx
+        RETURNING next_index - 1 AS idx, search_config, guild_id
     ), added AS (
         INSERT INTO messages (chat_id, idx, snowflake, author_id, author_name, is_bot, created_at,
                               edited_at, text, attachments, reply_to, line_bytes, mention_ids,
-                              mention_names)
+                              mention_names, search_config)
         SELECT :chat_id, slot.idx, :snowflake, :author_id, :author_name, :is_bot, :created_at,
                :edited_at, :text, :attachments, :reply_to,
-               :line_bytes - 1 + octet_length(slot.idx::text), :mention_ids, :mention_names
+               :line_bytes - 1 + octet_length(slot.idx::text), :mention_ids, :mention_names,
+               coalesce(slot.search_config, 'eva_simple'::regconfig)
         FROM slot
         RETURNING idx
     )
-    SELECT (SELECT idx FROM added), EXISTS (SELECT 1 FROM dup)
+    SELECT (SELECT idx FROM added), EXISTS (SELECT 1 FROM dup),
+           (SELECT search_config::text FROM slot), (SELECT guild_id FROM slot)
 """).bindparams(
     bindparam("attachments", type_=JSONB),
     bindparam("mention_ids", type_=ARRAY(BigInteger)),
@@ -192,11 +197,13 @@ async def append(session: AsyncSession, chat_id: int, msg: NewMessage) -> int | 
     a duplicate).
     """
     values = _row_values(chat_id, 0, msg)  # idx comes from the chat row; line_bytes adds its digits
-    index, duplicate = (await session.execute(_APPEND, values)).one()
+    index, duplicate, config, guild_id = (await session.execute(_APPEND, values)).one()
     if duplicate:
         return None
     if index is None:
         raise ChatNotFound(f"no chat with id {chat_id}")
+    if undecided(config, int(index) + 1):
+        await choose(session, chat_id, guild_id, int(index) + 1)
     return int(index)
 
 
@@ -215,12 +222,14 @@ async def append_replies(
     # takes the same lock, so its moment (erased_before) read here is the committed one.
     row = (
         await session.execute(
-            select(Chat.next_index, Chat.erased_before).where(Chat.id == chat_id).with_for_update()
+            select(Chat.next_index, Chat.erased_before, Chat.search_config, Chat.guild_id)
+            .where(Chat.id == chat_id)
+            .with_for_update()
         )
     ).one_or_none()
     if row is None:
         raise ChatNotFound(f"no chat with id {chat_id}")
-    erased_before = row[1]
+    erased_before, config, guild_id = row[1], row[2], row[3]
     wanted = {m.snowflake for m, _ in items if m.snowflake is not None}
     wanted |= {replied for _, replied in items if replied is not None}
     known: dict[int, int] = {}
@@ -243,13 +252,15 @@ async def append_replies(
             continue
         if replied is not None:
             msg = replace(msg, reply_to=known.get(replied))
-        values.append(_row_values(chat_id, index, msg))
+        values.append(_row_values(chat_id, index, msg, config))
         if msg.snowflake is not None:
             known[msg.snowflake] = index
         out.append(index)
         index += 1
     if values:
         await session.execute(insert(Message), values)
+        if undecided(config, index):
+            await choose(session, chat_id, guild_id, index)
         newest = max(v["created_at"] for v in values)  # type: ignore[type-var]
         logged = [v["snowflake"] for v in values if isinstance(v["snowflake"], int)]
         newest_snowflake = max(logged, default=None)
@@ -289,13 +300,19 @@ async def append_many(session: AsyncSession, chat_id: int, msgs: Sequence[NewMes
     if not fresh:
         return [None] * len(msgs)
     row = (
-        await session.execute(select(Chat.next_index).where(Chat.id == chat_id).with_for_update())
+        await session.execute(
+            select(Chat.next_index, Chat.search_config, Chat.guild_id)
+            .where(Chat.id == chat_id)
+            .with_for_update()
+        )
     ).one_or_none()
     if row is None:
         raise ChatNotFound(f"no chat with id {chat_id}")
-    first = int(row[0])
-    values = [_row_values(chat_id, first + k, m) for k, m in enumerate(fresh)]
+    first, config, guild_id = int(row[0]), row[1], row[2]
+    values = [_row_values(chat_id, first + k, m, config) for k, m in enumerate(fresh)]
     await session.execute(insert(Message), values)
+    if undecided(config, first + len(fresh)):
+        await choose(session, chat_id, guild_id, first + len(fresh))
     await session.execute(
         update(Chat)
         .where(Chat.id == chat_id)

@@ -27,7 +27,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Named constraints so migrations can drop and alter them by a name we chose.
@@ -73,6 +73,9 @@ class Chat(Base):
     # is ever logged again (an append checks it under the chat's lock) and no backfill starts
     # below it. Says when, never who.
     erased_before: Mapped[int | None] = mapped_column(BigInteger)
+    # Recall's text search configuration (stemming in the chat's language, accents folded):
+    # the server's choice or a guess from the first messages; NULL until then (eva_simple).
+    search_config: Mapped[str | None] = mapped_column(REGCONFIG)
     # A person's erasure in this chat's guild committed at this snowflake, after ingest had
     # handled the history before it: no backfill starts below it, so a restart cannot fetch
     # the erased person's older messages again. Cleared once a newer message is logged (the
@@ -124,8 +127,18 @@ class Message(Base):
     # stayed), so erasing a person finds the messages that name them (memory/text/mentions.py).
     mention_ids: Mapped[list[int] | None] = mapped_column(ARRAY(BigInteger))
     mention_names: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
+    # The text search configuration the row's words are indexed with: its chat's when it was
+    # written (memory/text/language.py); a chat's change rewrites its rows.
+    search_config: Mapped[str] = mapped_column(REGCONFIG, server_default="eva_simple")
+    # The text's words, then the author's name (weight B), so "Max wedding" finds what Max
+    # wrote about it (migrations/versions/0010_ranked_recall.py).
     tsv: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('simple'::regconfig, coalesce(text, ''))", persisted=True)
+        TSVECTOR,
+        Computed(
+            "to_tsvector(search_config, coalesce(text, '')) || "
+            "setweight(to_tsvector(search_config, coalesce(author_name, '')), 'B')",
+            persisted=True,
+        ),
     )
 
 
@@ -242,6 +255,7 @@ class GuildSettings(Base):
     block_members: Mapped[list[int]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
     model: Mapped[str | None] = mapped_column(String(100))
     timezone: Mapped[str | None] = mapped_column(String(64))
+    search_language: Mapped[str | None] = mapped_column(String(32))  # recall's stemming; None: guessed
     monthly_budget_usd: Mapped[Decimal | None] = mapped_column(Numeric(12, 2))
     alert_channel_id: Mapped[int | None] = mapped_column(BigInteger)
     # "YYYY-MM" of the month whose 80% warning / 100% notice was sent: once per month each.

@@ -14,7 +14,7 @@ from bot.reply.gate import BUDGET_PAUSED_NOTE
 from bot.reply.limits import SOMETHING_BROKE_NOTE
 from memory.errors import UserFacingError
 from memory.policy.guild_settings import GuildSettingsStore
-from memory.storage.models import Chat, GuildSettings, UsageEntry
+from memory.storage.models import Chat, GuildSettings, Message, UsageEntry
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.worlds.commands_world import causes
 from tests.worlds.reply_fixtures import fake, settings, simcord_bot
@@ -29,7 +29,17 @@ from tests.worlds.settings_world import (
 
 SUBCOMMANDS = {
     f"settings {name}"
-    for name in ("show", "replies", "reply-channel", "name-trigger", "access", "model", "timezone", "budget")
+    for name in (
+        "show",
+        "replies",
+        "reply-channel",
+        "name-trigger",
+        "access",
+        "model",
+        "timezone",
+        "budget",
+        "recall-language",
+    )
 }
 
 
@@ -194,6 +204,28 @@ async def test_the_time_zone_is_an_iana_name_and_moves_the_memory_dates(
     await mention(w, w.base.alice, general)
     note = w.base.replies()[-1].body["messages"][0]["content"][-1]["text"]
     assert "(Asia/Tokyo, " in note  # the turn's clock line reads in the server's zone
+
+
+async def test_the_recall_language_reindexes_the_servers_chats(
+    w: SettingsWorld, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    general = w.base.general
+    good = said(await w.admin.slash(general, "settings recall-language", language="swedish"))
+    assert good == "recall now finds other forms of words in swedish."
+    async with sessions() as s:
+        assert await s.scalar(select(GuildSettings.search_language)) == "swedish"
+        chat = await s.scalar(select(Chat.search_config).where(Chat.id == w.base.chat_id))
+        configs = set(
+            (await s.scalars(select(Message.search_config).where(Message.chat_id == w.base.chat_id))).all()
+        )
+    assert chat == "eva_swedish" and configs == {"eva_swedish"}
+    said(await w.admin.slash(general, "settings recall-language", language="auto"))
+    async with sessions() as s:
+        assert await s.scalar(select(GuildSettings.search_language)) is None
+        configs = set(
+            (await s.scalars(select(Message.search_config).where(Message.chat_id == w.base.chat_id))).all()
+        )
+    assert "eva_swedish" not in configs
 
 
 async def test_the_budget_warns_the_admins_at_80_percent_and_pauses_at_100(
