@@ -17,6 +17,7 @@ from memory.privacy.bot_words import redact_bot_messages
 from memory.privacy.erase import ErasureReport
 from memory.privacy.mention_erasure import person_names, scrub_mentions
 from memory.storage.models import Chat, GuildSettings, Message, OptOut
+from memory.storage.people_cards import drop_cards_about
 
 DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
 
@@ -66,6 +67,7 @@ class EngineErasure:
                 report.mentions, lines = await scrub_mentions(s, others, author_id)
                 report.names, more = await redact_bot_messages(s, others, known)
                 report.nodes += lines + more
+                await drop_cards_about(s, others, author_id, known)
             else:
                 chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
                 report = await erase.erase_author(s, chat_ids, author_id, self.clock.now(), names)

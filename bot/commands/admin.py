@@ -108,6 +108,25 @@ class MemoryAdmin(ManagersCog):
         await answer(interaction, summary, file=file)
 
     @memory.command(
+        name="people", description="The cards about the people of a channel, as the model reads them"
+    )
+    @app_commands.describe(channel="Which channel (default: this one)")
+    async def people(self, interaction: discord.Interaction, channel: ChannelOption | None = None) -> None:
+        target = await self._target(interaction, channel)
+        cards = await self.services.engine.people_cards(target.chat.id)
+        if not cards:
+            text = (
+                f"No people cards for {target.label} yet: they are written from the memory lines, "
+                "after new lines are swapped in and the channel is quiet."
+            )
+        else:
+            text = (
+                f"**People of {target.label}** ({plural(len(cards), 'card')}, most active first)\n"
+                + "\n".join(cards)
+            )
+        await send_paged(interaction, text)
+
+    @memory.command(
         name="node", description="One memory line: its text, dates, authors and the lines under it"
     )
     @app_commands.describe(
