@@ -161,8 +161,12 @@ class EngineErasure:
 
     # --- opt-outs
     async def opt_out(self, guild_id: int | None, user_id: int) -> None:
-        """Stop logging a person in a guild (``guild_id`` None: in DMs)."""
+        """Stop logging a person in a guild (``guild_id`` None: in DMs). Their card and every
+        card naming them go at once (the cards are built again without them)."""
         async with self.sessions() as s, s.begin():
+            scope = Chat.guild_id == guild_id if guild_id not in (None, DM_SCOPE) else Chat.kind == "dm"
+            chats = list((await s.scalars(select(Chat.id).where(scope))).all())
+            await drop_cards_about(s, chats, user_id, await person_names(s, chats, user_id))
             await s.execute(
                 insert(OptOut).values(guild_id=guild_id or DM_SCOPE, user_id=user_id).on_conflict_do_nothing()
             )

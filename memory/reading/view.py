@@ -42,10 +42,10 @@ class PromptView:
     boundary: int  # B: first message of the raw tail
     timezone: str
     row_lines: list[str] = field(default_factory=list)
-    people_lines: list[str] = field(default_factory=list)  # the people cards, before the row
     tail_lines: list[str] = field(default_factory=list)
     dropped_from: int | None = None  # first tail message left out by the cap
     dropped_to: int | None = None
+    people_lines: list[str] = field(default_factory=list)  # the people cards, shown before the row
 
     @property
     def dropped_note(self) -> str | None:
