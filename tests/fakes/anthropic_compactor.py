@@ -145,7 +145,8 @@ def _user_texts(body: Mapping[str, Any]) -> list[str]:
 
 _CARD_SYSTEM_HEAD = CARD_SYSTEM.split("\n", 1)[0]
 _CARD_STEP = re.compile(
-    re.escape(CARD_STEP).replace(r"\{k\}", r"(\d+)").replace(r"\{name\}", r".*?") + r"\n<input>\n(.*?)\n?</input>",
+    re.escape(CARD_STEP).replace(r"\{k\}", r"(\d+)").replace(r"\{name\}", r".*?")
+    + r"\n<input>\n(.*?)\n?</input>",
     re.DOTALL,
 )
 
