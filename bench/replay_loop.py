@@ -56,6 +56,7 @@ class ReplayResult:
     messages: int = 0
     model_calls: int = 0
     summarize_calls: int = 0
+    card_calls: int = 0  # people-card calls (memory/compaction/cards.py), not in model_calls
     model_tasks: int = 0
     calls_per_message: float = 0.0
     free_node_share: float = 0.0
@@ -163,6 +164,7 @@ async def replay(
     # Billed requests: a too-long retry is a second request in the same conversation.
     result.model_calls = summarizer.usage.calls
     result.summarize_calls = summarizer.calls
+    result.card_calls = summarizer.card_calls
     result.model_tasks = summarizer.tasks
     result.failed_calls = summarizer.failed_calls
     result.context_violations = summarizer.context_violations

@@ -13,7 +13,14 @@ from memory import errors
 from memory.clock import Clock, SimulatedClock, WallClock
 from memory.compaction.anthropic_summarizer import AnthropicSummarizer
 from memory.compaction.compactor import Compactor, PassReport
-from memory.compaction.summarizer import CompactTask, StillCurrent, Summarizer, SummaryBatch
+from memory.compaction.summarizer import (
+    CardBatch,
+    CardTask,
+    CompactTask,
+    StillCurrent,
+    Summarizer,
+    SummaryBatch,
+)
 from memory.config import MemoryConfig
 from memory.engine import ChatInfo, MemoryEngine, build
 from memory.imports.author_map import read_author_map
@@ -84,6 +91,8 @@ __all__ = [
     "RECALL_MAX_LIMIT",
     "RECONCILE_PAGE",
     "AnthropicSummarizer",
+    "CardBatch",
+    "CardTask",
     "ChatInfo",
     "ChatKey",
     "ChatStats",
