@@ -8,6 +8,7 @@ The invariants of the row are checked after every swap.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
@@ -81,6 +82,11 @@ class ReplayResult:
         return out
 
 
+def author_id_of(name: str) -> int:
+    """A stable id for an author a corpus knows only by name (a 48-bit hash of it, never 0)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:6], "big") + 1
+
+
 async def check_row(
     memory: MemoryEngine, chat_id: int, result: ReplayResult, *, after_batch: bool = False
 ) -> int:
@@ -140,6 +146,8 @@ async def replay(
             # As `eva import` logs it (mentions shown as names), without the snowflake and
             # reply links the replay has never used.
             new = replace(from_import(record, None), snowflake=None, edited_at=None)
+            if new.author_id is None:  # live Discord always has one; the people cards need it
+                new = replace(new, author_id=author_id_of(new.author_name))
             index = await memory.append(chat_id, new)
             assert index is not None
             tail += tail_line_bytes(index, new.author_name, new.content)

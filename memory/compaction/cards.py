@@ -1,10 +1,12 @@
 """People cards (docs/design.md, people cards): what one chat's card call is, and its write.
 
-When: the memory row says the cards are due (a swap happened, or an erasure or edit deleted
-lines they may have been built from), the row is whole (no repair pending) and the chat is
-quiet (QUIET). A swap changes the cached prefix anyway; building the cards only while the chat
-is quiet puts their change in the same quiet stretch, so the prompt's cached prefix moves no
-more often than it did without them (a forced swap's cards wait for the next quiet).
+When: the memory row says the cards are due (a quiet swap happened, or an erasure or edit
+deleted lines they may have been built from), the row is whole (no repair pending) and the chat
+is quiet (QUIET). A quiet swap changes the cached prefix anyway, and its cards follow in the
+same pass, so the prompt's cached prefix moves no more often than it did without them. A forced
+swap (TAIL_FORCE, while people talk) leaves the cards as they are until the next quiet swap:
+built then, they would move the prefix a second time, after the quiet stretch that a 1-hour
+cache mark outlives.
 
 What: the PEOPLE_CARDS people who wrote most in the chat over the last PEOPLE_DAYS (never a
 bot, never someone who opted out), each with the lines of the shown row that name them: memory

@@ -387,6 +387,10 @@ def _swap(state: MemoryRow, now: datetime, plan: Plan, *, forced: bool, by_calle
     state.swaps += 1
     state.forced_swaps += int(forced and not by_caller)
     state.last_swap_at = now
-    state.cards_due = True  # built again from the new row once the chat is quiet
+    # The people cards are built again from the new row at a quiet swap only (or one the
+    # caller asked for), in the same quiet stretch: a forced swap happens while people talk,
+    # and new cards then would move the cached prefix a second time (memory/compaction/cards.py).
+    if by_caller or not forced:
+        state.cards_due = True
     plan.swapped, plan.forced = True, plan.forced or forced
     plan.version = state.version

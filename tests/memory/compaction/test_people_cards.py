@@ -18,6 +18,7 @@ from memory.engine import MemoryEngine
 from memory.fakes.summarizer import FakeSummarizer
 from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import MemoryRow, PersonCard
+from memory.storage.people_cards import active_people
 from tests.memory.helpers import SMALL, START, make_engine
 
 GUILD = 77
@@ -100,8 +101,8 @@ async def test_cards_are_built_at_the_quiet_swap_and_shown_before_the_row(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     engine, fake, clock = make_engine(sessions)
-    chat = await chat_with(engine, talk(30))
-    clock.set(START + timedelta(minutes=30))
+    chat = await chat_with(engine, talk(16))  # past TAIL_START, under TAIL_FORCE
+    clock.set(START + timedelta(minutes=16))
     await engine.compact(chat, until_idle=True)  # busy: lines are built but no swap, no cards
     assert fake.card_calls == 0 and await cards(sessions, chat) == {}
     clock.advance(engine.config.quiet_seconds + 1)
@@ -121,7 +122,7 @@ async def test_cards_are_built_at_the_quiet_swap_and_shown_before_the_row(
     assert fake.card_calls == 1
 
 
-async def test_a_forced_swap_leaves_the_cards_for_the_next_quiet_stretch(
+async def test_a_forced_swap_leaves_the_cards_for_the_next_quiet_swap(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     engine, fake, clock = make_engine(sessions)
@@ -129,10 +130,29 @@ async def test_a_forced_swap_leaves_the_cards_for_the_next_quiet_stretch(
     clock.set(START + timedelta(minutes=60))
     report = await engine.compact(chat, until_idle=True)
     assert report.forced_swaps >= 1
-    assert fake.card_calls == 0 and await due(sessions, chat)
+    assert fake.card_calls == 0 and not await due(sessions, chat)
     clock.advance(engine.config.quiet_seconds + 1)
-    await engine.compact(chat, until_idle=True)
+    await engine.compact(chat, until_idle=True)  # quiet, but no swap: the cards stay as they were
+    assert fake.card_calls == 0 and await cards(sessions, chat) == {}
+    await engine.append_many(chat, talk(20, start=60))
+    clock.advance(engine.config.quiet_seconds + 60)
+    report = await engine.compact(chat, until_idle=True)  # a quiet swap: its cards follow at once
+    assert report.swaps >= 1 and report.forced_swaps == 0
     assert fake.card_calls == 1 and not await due(sessions, chat) and await cards(sessions, chat)
+
+
+async def test_only_the_most_active_who_did_not_opt_out_are_counted(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    engine, _, _ = make_engine(sessions)
+    chat = await chat_with(engine, talk(12, people=("Pia", "Max", "Lo", "Pia")))
+    async with sessions() as s:
+        everyone = await active_people(s, chat, 12, START - timedelta(days=1), 10, [])
+        without_lo = await active_people(s, chat, 12, START - timedelta(days=1), 10, [IDS["Lo"]])
+        top = await active_people(s, chat, 12, START - timedelta(days=1), 1, [])
+    assert [(p.person_id, p.messages) for p in everyone] == [(IDS["Pia"], 6), (IDS["Max"], 3), (IDS["Lo"], 3)]
+    assert [p.person_id for p in without_lo] == [IDS["Pia"], IDS["Max"]]
+    assert [p.person_id for p in top] == [IDS["Pia"]] and top[0].names == ("Pia",)
 
 
 async def test_the_people_are_the_most_active_of_the_window(
@@ -210,6 +230,10 @@ async def test_an_edit_of_words_a_card_holds_drops_the_cards_until_they_are_rebu
     assert any("plumcanary" in card for card in (await cards(sessions, chat)).values())
     await engine.edit(chat, 50_000, "Pia here, nothing to see " * 3)
     assert await cards(sessions, chat) == {} and await due(sessions, chat)
+    await engine.append(chat, said(99, "Max", "back again", minutes=31 + engine.config.quiet_seconds / 60))
+    await engine.compact(chat, until_idle=True)  # the lines are rebuilt, but people talk: no cards yet
+    assert await cards(sessions, chat) == {} and await due(sessions, chat)
+    clock.advance(engine.config.quiet_seconds + 60)
     await engine.compact(chat, until_idle=True)
     rebuilt = await cards(sessions, chat)
     assert rebuilt and not any("plumcanary" in card for card in rebuilt.values())
