@@ -97,11 +97,11 @@ class RunFigures:
     compaction: dict[str, MeterFigures]
     replies: dict[str, MeterFigures]
     turns: int
-    cards: dict[str, MeterFigures] = field(default_factory=dict)  # the people cards' calls, by model
-    replies_without_cards: dict[str, MeterFigures] = field(default_factory=dict)
     largest_prompt_bytes: int
     rolling: dict[str, Any] | None = None
     seconds: float = 0.0
+    cards: dict[str, MeterFigures] = field(default_factory=dict)  # the people cards' calls, by model
+    replies_without_cards: dict[str, MeterFigures] = field(default_factory=dict)
 
 
 class TurnHooks:
