@@ -101,8 +101,12 @@ class MemoryAdmin(ManagersCog):
         prompt = await self.services.engine.prompt_view(target.chat.id)
         data = prompt.render().encode("utf-8")
         file = discord.File(io.BytesIO(data), filename=_file_name(target.chat))
+        cards, rows = (
+            plural(len(prompt.people_lines), "people card"),
+            plural(len(prompt.row_lines), "row line"),
+        )
         summary = (
-            f"The memory of {target.label} as the model reads it: {plural(len(prompt.row_lines), 'row line')}"
+            f"The memory of {target.label} as the model reads it: {cards}, {rows}"
             f" and {plural(len(prompt.tail_lines), 'raw message')} ({len(data):,} bytes)."
         )
         await answer(interaction, summary, file=file)
