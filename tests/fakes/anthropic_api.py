@@ -38,7 +38,7 @@ from tests.fakes.anthropic_behaviours import (
     ToolCall,
     text_block,
 )
-from tests.fakes.anthropic_compactor import Compactor, is_compaction_request
+from tests.fakes.anthropic_compactor import Compactor, is_cards_request, is_compaction_request
 from tests.fakes.anthropic_messages import build_message, output_tokens, write_sse
 from tests.fakes.anthropic_models import BadListQuery, ModelCatalogue, ModelNotFound
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
@@ -57,7 +57,7 @@ class LogEntry:
     headers: dict[str, str]
     at: float
     body: Any = None
-    kind: str | None = None  # "reply" | "compact" for /v1/messages
+    kind: str | None = None  # "reply" | "compact" | "cards" (the people cards) for /v1/messages
     fault: str | None = None
     status: int | None = None  # None: no response was sent (e.g. the client gave up on a hang)
     usage: dict[str, Any] | None = None
@@ -122,7 +122,7 @@ class FakeAnthropic(LocalServer):
         return self.clock()
 
     def requests(self, kind: str | None = None) -> list[LogEntry]:
-        """Logged ``/v1/messages`` requests, optionally only "reply" or "compact" ones."""
+        """Logged ``/v1/messages`` requests, optionally only "reply", "compact" or "cards" ones."""
         return [e for e in self.log if e.path == "/v1/messages" and (kind is None or e.kind == kind)]
 
     def app(self) -> web.Application:
@@ -233,7 +233,9 @@ class FakeAnthropic(LocalServer):
         except InvalidRequest as exc:
             entry.status = exc.status
             return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
-        entry.kind = "compact" if is_compaction_request(body) else "reply"
+        entry.kind = (
+            "cards" if is_cards_request(body) else "compact" if is_compaction_request(body) else "reply"
+        )
         # An injected fault comes first; a hang only delays, then the script has its turn.
         injected = self.faults.pick(entry.kind)
         error_after = None
@@ -247,7 +249,7 @@ class FakeAnthropic(LocalServer):
                 return failed
             outcome = None
         if outcome is None:
-            if entry.kind == "compact":
+            if entry.kind in ("compact", "cards"):
                 outcome = ScriptedReply([text_block(self.compactor.reply_text(body))])
             else:
                 outcome = self.replier.reply(body)

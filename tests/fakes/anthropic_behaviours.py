@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Match = Literal["any", "reply", "compact"]
+Match = Literal["any", "reply", "compact", "cards"]  # cards: the people cards' call
 FaultKind = Literal["rate_limit", "api_error", "overloaded", "hang", "malformed", "status", "stream_error"]
 
 # (status, error type, message) of each fault kind that answers with an API error body.

@@ -172,8 +172,6 @@ def cards_reply(body: Mapping[str, Any]) -> str:
 def is_compaction_request(body: Mapping[str, Any]) -> bool:
     if _system_text(body).strip().startswith(SYSTEM_BASE.strip()):  # compact_system(any limit)
         return True
-    if is_cards_request(body):
-        return True
     return any(parse_tasks(text)[0] for text in _user_texts(body))
 
 

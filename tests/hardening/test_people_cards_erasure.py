@@ -7,10 +7,12 @@ and is named in none."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import select
 
+from memory.compaction.card_prompts import card_system
 from memory.storage.models import PersonCard
 from tests.fakes.anthropic_compactor import is_cards_request
 from tests.hardening.support import CapturedLogs, leaked, table_dump
@@ -39,13 +41,32 @@ async def talk(world: World) -> list[Any]:
 
 
 def card_calls(world: World) -> list[Any]:
-    return [entry for entry in world.fake.requests("compact") if is_cards_request(entry.body)]
+    calls = world.fake.requests("cards")
+    assert all(is_cards_request(entry.body) for entry in calls)
+    return calls
+
+
+def framed_as_data(entry: Any) -> bool:
+    """A cards call: our constant system prompt, no tools, one user turn whose every step's lines
+    sit inside one ``<input>``, and no other frame anywhere in it."""
+    body = entry.body
+    (turn,) = body["messages"]
+    text = turn["content"]
+    steps = text.count("\nStep ")
+    return (
+        body["system"] == [{"type": "text", "text": card_system()}]
+        and "tools" not in body
+        and steps >= 1
+        and text.count("\n<input>\n") == steps == text.count("\n</input>")
+        and not re.search(r"<\s*/?\s*(memory|tail|turn|chat|people|attachment)\b", text)
+    )
 
 
 async def test_cards_are_built_at_the_swap_and_read_by_the_reply_model(world: World) -> None:
     await talk(world)
     calls = card_calls(world)
     assert calls and all(entry.status == 200 for entry in calls), "the fake API accepted the cards call"
+    assert all(framed_as_data(entry) for entry in calls)
     cards = await card_texts(world, world.general)
     assert {world.alice.id, world.bob.id} <= set(cards)
     assert CANARY in cards[world.alice.id] and "bob" in cards[world.bob.id]

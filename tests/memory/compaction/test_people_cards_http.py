@@ -25,7 +25,7 @@ async def test_one_request_writes_every_card_within_the_limit(
 ) -> None:
     batch = await AnthropicSummarizer(client, model=MODEL).write_cards(TASKS)
     (entry,) = fake.requests()
-    assert entry.status == 200 and entry.body == card_request(MODEL, TASKS)
+    assert entry.kind == "cards" and entry.status == 200 and entry.body == card_request(MODEL, TASKS)
     assert entry.body["system"] == [{"type": "text", "text": card_system()}]
     pia, tom = batch.cards
     assert pia is not None and pia.startswith("Pia: training") and len(pia.encode()) <= CARD_BYTES
@@ -46,7 +46,7 @@ async def test_the_fake_refuses_a_cards_request_the_real_api_would(fake: FakeAnt
 async def test_a_failed_call_is_one_summarizer_error(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic
 ) -> None:
-    fake.faults.fail_next(1, Fault("overloaded"), match="compact")
+    fake.faults.fail_next(1, Fault("overloaded"), match="cards")
     with pytest.raises(SummarizerError) as failed:
         await AnthropicSummarizer(client, model=MODEL).write_cards(TASKS)
     assert failed.value.rate_limited
