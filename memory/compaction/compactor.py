@@ -362,13 +362,12 @@ class Compactor:
                 )
 
     async def chats_with_work(self) -> list[int]:
-        """Chats whose row has staged or repair work (indexed by primary key, a few rows)."""
+        """Chats whose row has staged, repair or card work (a few rows of memory_rows)."""
         async with self.sessions() as session:
-            rows = await session.scalars(
-                select(MemoryRow.chat_id).where(
-                    MemoryRow.staged.is_not(None) | MemoryRow.needs_repair | MemoryRow.cards_due
-                )
-            )
+            work = MemoryRow.staged.is_not(None) | MemoryRow.needs_repair
+            if self.cards is not None and self.cfg.people_cards > 0:
+                work = work | MemoryRow.cards_due  # people cards waiting for a quiet chat
+            rows = await session.scalars(select(MemoryRow.chat_id).where(work))
             return list(rows.all())
 
 
