@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from memory import CompactTask, StillCurrent, SummaryBatch
+from memory import CardBatch, CardTask, CompactTask, StillCurrent, SummaryBatch
 from memory.clock import SimulatedClock
 from memory.fakes.prompt_cache import Block, PromptCache, blocks_of_request
 from memory.fakes.summarizer import FakeSummarizer
-from memory.fakes.summarizer_requests import compaction_requests
+from memory.fakes.summarizer_requests import cards_request, compaction_requests
 from memory.pricing import PriceTable, Usage
 
 
@@ -139,9 +139,21 @@ class MeteredSummarizer:
     """The fake summarizer writes the lines; every request the Anthropic summarizer would
     send for the same call is accounted on each meter (one meter per compactor model)."""
 
-    def __init__(self, inner: FakeSummarizer, meters: Sequence[CacheMeter]) -> None:
+    def __init__(
+        self, inner: FakeSummarizer, meters: Sequence[CacheMeter], card_meters: Sequence[CacheMeter] = ()
+    ) -> None:
         self.inner = inner
         self.meters = list(meters)
+        self.card_meters = list(card_meters)  # the people cards' calls, on meters of their own
+
+    async def write_cards(self, tasks: Sequence[CardTask]) -> CardBatch:
+        """The fake writes the cards; the request the Anthropic summarizer sends for them is
+        accounted on each card meter (the cards as the answer's output)."""
+        batch = await self.inner.write_cards(tasks)
+        if tasks:
+            for meter in self.card_meters:
+                meter.account(*cards_request(meter.model, tasks, batch))
+        return batch
 
     async def summarize(
         self,

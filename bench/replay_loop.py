@@ -8,6 +8,7 @@ The invariants of the row are checked after every swap.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
@@ -60,6 +61,7 @@ class ReplayResult:
     messages: int = 0
     model_calls: int = 0
     summarize_calls: int = 0
+    card_calls: int = 0  # people-card calls (memory/compaction/cards.py), not in model_calls
     model_tasks: int = 0
     calls_per_message: float = 0.0
     free_node_share: float = 0.0
@@ -82,6 +84,11 @@ class ReplayResult:
         out = asdict(self)
         out["violations"] = self.violations[:20]
         return out
+
+
+def author_id_of(name: str) -> int:
+    """A stable id for an author a corpus knows only by name (a 48-bit hash of it, never 0)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:6], "big") + 1
 
 
 async def check_row(
@@ -146,6 +153,8 @@ async def replay(
             # As `eva import` logs it (mentions shown as names), without the snowflake and
             # reply links the replay has never used.
             new = replace(from_import(record, None), snowflake=None, edited_at=None)
+            if new.author_id is None:  # live Discord always has one; the people cards need it
+                new = replace(new, author_id=author_id_of(new.author_name))
             index = await memory.append(chat_id, new)
             assert index is not None
             tail += tail_line_bytes(index, new.author_name, new.content)
@@ -170,6 +179,7 @@ async def replay(
     # Billed requests: a too-long retry is a second request in the same conversation.
     result.model_calls = summarizer.usage.calls
     result.summarize_calls = summarizer.calls
+    result.card_calls = summarizer.card_calls
     result.model_tasks = summarizer.tasks
     result.failed_calls = summarizer.failed_calls
     result.context_violations = summarizer.context_violations

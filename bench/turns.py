@@ -20,7 +20,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,8 @@ class RunFigures:
     rolling: dict[str, Any] | None = None
     seconds: float = 0.0
     join_in: JoinInMeter | None = None
+    cards: dict[str, MeterFigures] = field(default_factory=dict)  # the people cards' calls, by model
+    replies_without_cards: dict[str, MeterFigures] = field(default_factory=dict)
 
 
 class TurnHooks:
@@ -120,7 +122,11 @@ class TurnHooks:
         self.compact_meters[BUDGET_WHAT_IF] = CacheMeter(
             COMPACT_MODELS[0], corpus_seconds(self.clock), byte_budget=True
         )
+        # The people cards' calls, per compactor model (memory/compaction/cards.py).
+        self.card_meters = {model: CacheMeter(model, corpus_seconds(self.clock)) for model in COMPACT_MODELS}
         self.replies = ReplyMeter(self.clock, spec.ttls)
+        # The same turns without the people cards: today's prompt, on the same timeline.
+        self.replies_without_cards = ReplyMeter(self.clock, spec.ttls)
         self.rolling = (
             RollingSummary(spec.config, self.clock, summary_bytes=spec.rolling_summary_bytes, ttls=spec.ttls)
             if spec.rolling
@@ -132,7 +138,9 @@ class TurnHooks:
         self.join_in = JoinInMeter(compact_model(), corpus_seconds(self.clock)) if spec.turns else None
 
     def wrap(self, summarizer: FakeSummarizer) -> Summarizer:
-        return MeteredSummarizer(summarizer, list(self.compact_meters.values()))
+        return MeteredSummarizer(
+            summarizer, list(self.compact_meters.values()), list(self.card_meters.values())
+        )
 
     async def started(self, memory: MemoryEngine, chat_id: int) -> None:
         self.memory, self.chat_id = memory, chat_id
@@ -147,6 +155,7 @@ class TurnHooks:
             return
         view = await self.memory.prompt_view(self.chat_id)
         self.replies.account(view, index, record)
+        self.replies_without_cards.account(replace(view, people_lines=[]), index, record)
         if self.rolling is not None:
             self.rolling.reply(index, record)
 
@@ -178,6 +187,8 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         compaction={label: m.totals for label, m in hooks.compact_meters.items()},
         replies=hooks.replies.figures(),
         turns=hooks.replies.turns,
+        cards={model: m.totals for model, m in hooks.card_meters.items()},
+        replies_without_cards=hooks.replies_without_cards.figures(),
         largest_prompt_bytes=hooks.replies.largest_prompt_bytes,
         rolling=hooks.rolling.figures() if hooks.rolling is not None else None,
         seconds=round(time.perf_counter() - started, 1),
@@ -207,12 +218,24 @@ def headline(run: RunFigures, compact_model: str, reply_policy: str = AUTO) -> d
             run.compaction[BUDGET_WHAT_IF].cost_usd, run.messages
         ),
     }
+    if compact_model in run.cards:  # the people cards, beside the compaction they follow
+        cards = run.cards[compact_model]
+        out["cards_calls_per_1k_messages"] = _per_1k(cards.requests, run.messages)
+        out["cards_usd_per_1k_messages"] = _per_1k(cards.cost_usd, run.messages)
+        out["cards_usd_per_1k_messages_haiku_4_5"] = _per_1k(run.cards[HAIKU_4_5].cost_usd, run.messages)
+        out["compaction_and_cards_usd_per_1k_messages"] = _per_1k(
+            compact.cost_usd + cards.cost_usd, run.messages
+        )
     if run.turns and reply_policy in run.replies:
         reply = run.replies[reply_policy]
         out["reply_policy"] = reply_policy
         out["reply_turns"] = run.turns
         out["reply_usd_per_turn"] = round(reply.cost_usd / run.turns, 5)
         out["reply_cache_read_share"] = round(reply.read_share, 4)
+        if reply_policy in run.replies_without_cards:  # today's prompt on the same timeline
+            before = run.replies_without_cards[reply_policy]
+            out["reply_usd_per_turn_without_cards"] = round(before.cost_usd / run.turns, 5)
+            out["reply_cache_read_share_without_cards"] = round(before.read_share, 4)
         if run.rolling is not None:
             rolling = run.rolling["replies_by_ttl"][reply_policy]
             out["rolling_summary_usd_per_turn"] = round(rolling.cost_usd / max(run.rolling["turns"], 1), 5)

@@ -26,7 +26,18 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # RETRY (the .env names predate the config's unit suffixes).
 _SAME_NAME = ("node_bytes", "view_high", "view_low", "tail_start", "tail_keep", "tail_force")
 _MEMORY_SETTINGS = {"quiet_seconds": "quiet", "retry_seconds": "retry"} | {
-    name: name for name in (*_SAME_NAME, "tail_cap", "jobs", "tries", "tasks_per_call", "timezone")
+    name: name
+    for name in (
+        *_SAME_NAME,
+        "tail_cap",
+        "jobs",
+        "tries",
+        "tasks_per_call",
+        "timezone",
+        "people_cards",
+        "people_days",
+        "people_bytes",
+    )
 }
 
 
@@ -81,6 +92,9 @@ class Settings(BaseSettings):
     retry: float = 10.0
     tasks_per_call: int = 4
     timezone: str = "UTC"
+    people_cards: int = 12  # cards of the most active people of a chat; 0: no cards
+    people_days: int = 30  # the activity window the cards' people are picked in
+    people_bytes: int = 4_000  # the most the cards take in a reply prompt
 
     # --- logging
     log_format: Literal["json", "console"] = "console"
@@ -161,6 +175,8 @@ class Settings(BaseSettings):
             out.append("NODE_BYTES below 64 leaves no room for a useful line")
         if self.jobs < 1 or self.tries < 1:
             out.append("JOBS and TRIES must be at least 1")
+        if self.people_cards < 0 or self.people_days < 1 or self.people_bytes < 0:
+            out.append("PEOPLE_CARDS and PEOPLE_BYTES cannot be negative, and PEOPLE_DAYS must be at least 1")
         if self.reconcile_recent < 0 or self.reconcile_period < 0:
             out.append("RECONCILE_RECENT and RECONCILE_PERIOD cannot be negative")
         if self.reconcile_tick <= 0:

@@ -13,7 +13,14 @@ from memory import errors
 from memory.clock import Clock, SimulatedClock, WallClock
 from memory.compaction.anthropic_summarizer import AnthropicSummarizer
 from memory.compaction.compactor import Compactor, PassReport
-from memory.compaction.summarizer import CompactTask, StillCurrent, Summarizer, SummaryBatch
+from memory.compaction.summarizer import (
+    CardBatch,
+    CardTask,
+    CompactTask,
+    StillCurrent,
+    Summarizer,
+    SummaryBatch,
+)
 from memory.config import MemoryConfig
 from memory.engine import ChatInfo, MemoryEngine, build
 from memory.engine_dashboard import (
@@ -99,6 +106,8 @@ __all__ = [
     "RECONCILE_PAGE",
     "AnthropicSummarizer",
     "AuditEntry",
+    "CardBatch",
+    "CardTask",
     "Changer",
     "ChatInfo",
     "ChatKey",

@@ -47,3 +47,9 @@ class MemoryConfig:
     # own, the lines before its first task cut on a 16 KB grid, all calls at once: the layout
     # before the shared context, kept so the benchmark report can show both in one run.
     shared_context: bool = True
+    # People cards (docs/design.md, people cards): a card for each of the PEOPLE_CARDS most
+    # active people of the last PEOPLE_DAYS; 0 cards: none built or shown. The reply prompt
+    # shows them within PEOPLE_BYTES (12 cards of at most 300 bytes and a name fit in 4 KB).
+    people_cards: int = 12
+    people_days: int = 30
+    people_bytes: int = 4 * KB

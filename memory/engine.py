@@ -30,7 +30,7 @@ from memory.pricing import PriceTable
 from memory.privacy import erase
 from memory.reading import export, reads
 from memory.reading.export import PersonExport
-from memory.reading.view import PromptView, prompt_view
+from memory.reading.view import PromptView, people_lines, prompt_view
 from memory.storage import log
 from memory.storage.chats import ensure_chat, find_chat, get_chat, matching_chats
 from memory.storage.database import translates_storage_errors
@@ -251,6 +251,12 @@ class MemoryEngine(EngineBooks, EngineErasure, EngineDashboard):
         """What a reply prompt shows of the chat: the memory row and the raw tail."""
         async with self.sessions() as s:
             return await prompt_view(s, self.config, chat_id)
+
+    async def people_cards(self, chat_id: int) -> list[str]:
+        """Every people card of the chat as a ``{name}: {card}`` line, most active person first
+        (the prompt shows those that fit PEOPLE_BYTES)."""
+        async with self.sessions() as s:
+            return await people_lines(s, chat_id, budget=1 << 30)
 
     async def zoom(self, chat_id: int, first: int, count: int, page: int = 1) -> str:
         """The text under one line (``first``, ``count``): a message whole, or the two lines below."""

@@ -19,6 +19,7 @@ from memory.privacy.erase import ErasureReport
 from memory.privacy.mention_erasure import person_names, scrub_mentions
 from memory.storage import dashboard_links
 from memory.storage.models import Chat, GuildSettings, Message, OptOut
+from memory.storage.people_cards import drop_cards_about
 
 DM_SCOPE = 0  # opt-outs and erasure of direct messages use guild id 0
 
@@ -68,6 +69,7 @@ class EngineErasure:
                 report.mentions, lines = await scrub_mentions(s, others, author_id)
                 report.names, more = await redact_bot_messages(s, others, known)
                 report.nodes += lines + more
+                await drop_cards_about(s, others, author_id, known)
             else:
                 chat_ids = (await s.scalars(select(Chat.id).where(Chat.guild_id == guild_id))).all()
                 report = await erase.erase_author(s, chat_ids, author_id, self.clock.now(), names)
@@ -186,8 +188,12 @@ class EngineErasure:
 
     # --- opt-outs
     async def opt_out(self, guild_id: int | None, user_id: int) -> None:
-        """Stop logging a person in a guild (``guild_id`` None: in DMs)."""
+        """Stop logging a person in a guild (``guild_id`` None: in DMs). Their card and every
+        card naming them go at once (the cards are built again without them)."""
         async with self.sessions() as s, s.begin():
+            scope = Chat.guild_id == guild_id if guild_id not in (None, DM_SCOPE) else Chat.kind == "dm"
+            chats = list((await s.scalars(select(Chat.id).where(scope))).all())
+            await drop_cards_about(s, chats, user_id, await person_names(s, chats, user_id))
             await s.execute(
                 insert(OptOut).values(guild_id=guild_id or DM_SCOPE, user_id=user_id).on_conflict_do_nothing()
             )

@@ -101,11 +101,34 @@ class MemoryAdmin(ManagersCog):
         prompt = await self.services.engine.prompt_view(target.chat.id)
         data = prompt.render().encode("utf-8")
         file = discord.File(io.BytesIO(data), filename=_file_name(target.chat))
+        cards, rows = (
+            plural(len(prompt.people_lines), "people card"),
+            plural(len(prompt.row_lines), "row line"),
+        )
         summary = (
-            f"The memory of {target.label} as the model reads it: {plural(len(prompt.row_lines), 'row line')}"
+            f"The memory of {target.label} as the model reads it: {cards}, {rows}"
             f" and {plural(len(prompt.tail_lines), 'raw message')} ({len(data):,} bytes)."
         )
         await answer(interaction, summary, file=file)
+
+    @memory.command(
+        name="people", description="The cards about the people of a channel, as the model reads them"
+    )
+    @app_commands.describe(channel="Which channel (default: this one)")
+    async def people(self, interaction: discord.Interaction, channel: ChannelOption | None = None) -> None:
+        target = await self._target(interaction, channel)
+        cards = await self.services.engine.people_cards(target.chat.id)
+        if not cards:
+            text = (
+                f"No people cards for {target.label} yet: they are written from the memory lines, "
+                "after new lines are swapped in and the channel is quiet."
+            )
+        else:
+            text = (
+                f"**People of {target.label}** ({plural(len(cards), 'card')}, most active first)\n"
+                + "\n".join(cards)
+            )
+        await send_paged(interaction, text)
 
     @memory.command(
         name="node", description="One memory line: its text, dates, authors and the lines under it"

@@ -20,7 +20,11 @@ MEMORY_INSTRUCTIONS = """\
 # How your memory works
 
 You live in one Discord chat (a channel, a thread or a DM) and you remember all of it, but not \
-the way a person does. Each request shows you three things, in this order:
+the way a person does. Each request shows you, in this order:
+
+<people> ... </people>: a short card about each of the people most active in this chat lately, \
+one per line as `{name}: {card}`, written from the memory lines that name them. A card is a \
+summary of summaries: use it to know who is who, and zoom or recall before you quote it.
 
 <memory> ... </memory>: one row of summary lines that covers the whole chat from its first \
 message, oldest first. Each line is `{id}+{n} {date}|{text}`: it covers n messages starting \

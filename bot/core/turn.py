@@ -4,6 +4,7 @@ Layout (docs/design.md section 9), most stable first, at most 4 cache marks:
 
     tools                       constant                                   -
     system                      persona + memory instructions, constant   mark 1
+    user: <people> cards        one block, changes only while quiet        -
     user: <memory> row          fixed 4-line blocks                        mark 2 on the last whole block
     user: <tail> raw tail       blocks cut at message indexes k*8          mark 3 on the last whole block
     user: <turn> note           time, who asked, which message             -
@@ -190,13 +191,16 @@ def _describe(trigger: Trigger, memory: bool = True) -> str:
 
 
 def first_user_content(view: PromptView) -> tuple[list[Block], list[int]]:
-    """Memory and tail blocks (unmarked), and the positions of their marks."""
+    """People, memory and tail blocks (unmarked), and the positions of their marks. The people
+    cards are one block of their own before the row: they change only while the chat is quiet,
+    as the row does, so the row's mark caches them with it and no fifth mark is needed."""
+    people = [text_block(view.people_text())] if view.people_lines else []
     memory, memory_mark = memory_blocks(view.row_lines)
     tail, tail_mark = tail_blocks(view, memory_open=bool(memory))
-    marks = [memory_mark] if memory_mark is not None else []
+    marks = [len(people) + memory_mark] if memory_mark is not None else []
     if tail_mark is not None:
-        marks.append(len(memory) + tail_mark)
-    return memory + tail, marks
+        marks.append(len(people) + len(memory) + tail_mark)
+    return people + memory + tail, marks
 
 
 def build_request(

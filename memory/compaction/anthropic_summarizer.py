@@ -35,6 +35,7 @@ import structlog
 from anthropic import AsyncAnthropic
 
 from memory.claude import ClaudeError, create_message, message_text, usage_from_response, without_retries
+from memory.compaction.card_prompts import TOKENS_PER_CARD, card_system, cards_block, parse_cards
 from memory.compaction.prompts import (
     NODE_BYTES_DEFAULT,
     compact_system,
@@ -44,7 +45,15 @@ from memory.compaction.prompts import (
     too_long_block,
     trim_overshoot,
 )
-from memory.compaction.summarizer import CallUsage, CompactTask, StillCurrent, SummarizerError, SummaryBatch
+from memory.compaction.summarizer import (
+    CallUsage,
+    CardBatch,
+    CardTask,
+    CompactTask,
+    StillCurrent,
+    SummarizerError,
+    SummaryBatch,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -77,6 +86,17 @@ def first_turn(context: Sequence[str], tasks: Sequence[CompactTask], node_bytes:
             {"type": "text", "text": context_block(context), "cache_control": {"type": "ephemeral"}},
             {"type": "text", "text": task_block(tasks, node_bytes)},
         ],
+    }
+
+
+def card_request(model: str, tasks: Sequence[CardTask]) -> dict[str, Any]:
+    """The cards call as sent (bench.cache_model prices the same request). No cache mark: it is
+    sent once a quiet period per chat, and its prefix is under every model's cache minimum."""
+    return {
+        "model": model,
+        "max_tokens": TOKENS_PER_CARD * len(tasks) + 100,
+        "system": [{"type": "text", "text": card_system()}],
+        "messages": [{"role": "user", "content": cards_block(tasks)}],
     }
 
 
@@ -161,6 +181,23 @@ class AnthropicSummarizer:
             ]
             pending = over
         return SummaryBatch(lines=best, tries=tries, usage=usage)
+
+    async def write_cards(self, tasks: Sequence[CardTask]) -> CardBatch:
+        """The people cards of one chat in one request (memory/compaction/card_prompts.py); a card
+        over CARD_BYTES is cut at a word boundary, never asked again."""
+        usage = CallUsage(model=self.model)
+        if not tasks:
+            return CardBatch(cards=[], usage=usage)
+        request = card_request(self.model, tasks)
+        try:
+            message = await create_message(self.client, **request)
+        except ClaudeError as exc:
+            log.warning("cards_call_failed", model=self.model, reason=exc.reason, cards=len(tasks))
+            raise SummarizerError(
+                exc.reason, rate_limited=exc.rate_limited, retry_after=exc.retry_after
+            ) from exc
+        usage.add(CallUsage(self.model, **asdict(usage_from_response(message)), calls=1))
+        return CardBatch(cards=parse_cards(message_text(message), len(tasks)), usage=usage)
 
     def _too_long_turn(self, parsed: Sequence[str | None], over: Sequence[int], many: bool) -> str:
         notes = []

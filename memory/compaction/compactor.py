@@ -32,9 +32,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.clock import Clock
 from memory.compaction.call_plan import ContextGroup, plan_calls
+from memory.compaction.cards import CardBuilder
 from memory.compaction.node_cache import NodeCache
 from memory.compaction.planner import PlannedTask, needs_pass, plan_chat
-from memory.compaction.summarizer import CallUsage, Summarizer, SummarizerError, SummaryBatch
+from memory.compaction.summarizer import (
+    CallUsage,
+    CardWriter,
+    Summarizer,
+    SummarizerError,
+    SummaryBatch,
+)
 from memory.config import MemoryConfig
 from memory.policy.ledger import record_usage
 from memory.pricing import PriceTable
@@ -70,6 +77,9 @@ class PassReport:
     forced_swaps: int = 0
     batches: int = 0  # batch merges that finished (each brings a row down to VIEW_LOW)
     usage: CallUsage = field(default_factory=CallUsage)
+    card_calls: int = 0  # people-card calls (one per chat and quiet stretch at most)
+    cards: int = 0  # cards written
+    card_usage: CallUsage = field(default_factory=CallUsage)
 
 
 class Compactor:
@@ -97,6 +107,11 @@ class Compactor:
         self._contexts: dict[int, tuple[int, dict[int, tuple[str, ...]]]] = {}
         self.paused_until: datetime | None = None  # rate limited: no call before this
         self.failures: deque[CompactorFailure] = deque(maxlen=RECENT_ERRORS)
+        # The compactor's model writes the people cards too, when it can (every summarizer of
+        # ours does; a test's stand-in may not).
+        self.cards: CardBuilder | None = None
+        if isinstance(summarizer, CardWriter):
+            self.cards = CardBuilder(sessions, config, summarizer, clock, self.prices)
 
     def paused(self) -> bool:
         return self.paused_until is not None and self.clock.now() < self.paused_until
@@ -180,7 +195,22 @@ class Compactor:
                     self._waiting.add(chat_id)
                 else:
                     self._waiting.discard(chat_id)
+                    await self._build_cards(chat_id, total)
                 return total
+
+    async def _build_cards(self, chat_id: int, report: PassReport) -> None:
+        """The chat's people cards when they are due and the chat is quiet (memory/compaction/cards.py)."""
+        if self.cards is None or self.paused():
+            return
+        done = await self.cards.run(chat_id)
+        if done.failure is not None:
+            report.failed_calls += 1
+            if done.failure.retry_after is not None or done.failure.rate_limited:
+                self.pause(done.failure.retry_after or 0.0, str(done.failure))
+        report.card_calls += done.calls
+        report.card_usage.add(done.usage)
+        report.cards += done.cards
+        report.discarded += done.discarded
 
     async def _wait_for_retry(self, chat_id: int) -> None:
         pending = [at for (chat, _), at in self._retry_at.items() if chat == chat_id]
@@ -349,11 +379,12 @@ class Compactor:
                 )
 
     async def chats_with_work(self) -> list[int]:
-        """Chats whose row has staged or repair work (indexed by primary key, a few rows)."""
+        """Chats whose row has staged, repair or card work (a few rows of memory_rows)."""
         async with self.sessions() as session:
-            rows = await session.scalars(
-                select(MemoryRow.chat_id).where(MemoryRow.staged.is_not(None) | MemoryRow.needs_repair)
-            )
+            work = MemoryRow.staged.is_not(None) | MemoryRow.needs_repair
+            if self.cards is not None and self.cfg.people_cards > 0:
+                work = work | MemoryRow.cards_due  # people cards waiting for a quiet chat
+            rows = await session.scalars(select(MemoryRow.chat_id).where(work))
             return list(rows.all())
 
 

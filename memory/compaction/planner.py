@@ -29,7 +29,7 @@ from memory.storage.models import Chat, MemoryRow, Message
 from memory.storage.tree_nodes import NodeRecord, NodeWrite, insert_nodes
 from memory.tree.node import Node, children, free_leaf, free_merge, nodes_of, utf8_len
 from memory.tree.row import check_tiling, plan_batch
-from memory.tree.swap import should_arm, swap_reason
+from memory.tree.swap import is_quiet, should_arm, swap_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +248,7 @@ class ChatPlanner:
 
 
 _NEEDS_PASS = text("""
-    SELECT r.staged IS NOT NULL, r.staged_ready, r.needs_repair, c.last_message_at,
+    SELECT r.staged IS NOT NULL, r.staged_ready, r.needs_repair, r.cards_due, c.last_message_at,
            (SELECT coalesce(sum(m.line_bytes), 0) FROM messages m
              WHERE m.chat_id = r.chat_id AND m.idx >= r.boundary) AS tail
     FROM memory_rows r JOIN chats c ON c.id = r.chat_id
@@ -263,9 +263,11 @@ async def needs_pass(session: AsyncSession, config: MemoryConfig, chat_id: int, 
     row = (await session.execute(_NEEDS_PASS, {"chat_id": chat_id})).one_or_none()
     if row is None:
         return False
-    staged, ready, repair, last_at, tail = row
+    staged, ready, repair, cards_due, last_at, tail = row
     if repair:
         return True
+    if cards_due and config.people_cards > 0 and is_quiet(last_at, now, config):
+        return True  # the people cards wait for a quiet chat (memory/compaction/cards.py)
     if not staged:
         return should_arm(int(tail), config)
     if not ready:
@@ -399,5 +401,10 @@ def _swap(
     state.swaps += 1
     state.forced_swaps += int(forced and not by_caller)
     state.last_swap_at = now
+    # The people cards are built again from the new row at a quiet swap only (or one the
+    # caller asked for), in the same quiet stretch: a forced swap happens while people talk,
+    # and new cards then would move the cached prefix a second time (memory/compaction/cards.py).
+    if by_caller or not forced:
+        state.cards_due = True
     plan.swapped, plan.forced = True, plan.forced or forced
     plan.version = state.version

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from memory.pricing import USAGE_COUNTERS, Usage
 
@@ -108,4 +108,32 @@ class Summarizer(Protocol):
         once it answers False: an erasure committed while the first request was out must not
         see its words sent once more. The lines already written are returned (the caller
         throws them away: the row moved)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CardTask:
+    """One person's card to write: the name they go by and the memory lines that name them
+    (bare line texts, oldest first; never raw messages of others)."""
+
+    person_id: int
+    name: str
+    lines: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class CardBatch:
+    """The answer to one ``write_cards`` call: ``cards[k]`` answers ``tasks[k]`` (None: no card)."""
+
+    cards: list[str | None]
+    usage: CallUsage = field(default_factory=CallUsage)
+
+
+@runtime_checkable
+class CardWriter(Protocol):
+    """A model that writes people cards (memory/compaction/cards.py): the compactor's model,
+    one call for all the cards of a chat."""
+
+    async def write_cards(self, tasks: Sequence[CardTask]) -> CardBatch:
+        """One card per task, each at most CARD_BYTES; raises SummarizerError when the call fails."""
         ...

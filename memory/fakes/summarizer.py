@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
+from memory.compaction.card_prompts import CARD_BYTES, card_system, cards_block, fit_card
 from memory.compaction.prompts import (
     NODE_BYTES_DEFAULT,
     compact_system,
@@ -24,7 +25,15 @@ from memory.compaction.prompts import (
     too_long_block,
     trim_overshoot,
 )
-from memory.compaction.summarizer import CallUsage, CompactTask, StillCurrent, SummarizerError, SummaryBatch
+from memory.compaction.summarizer import (
+    CallUsage,
+    CardBatch,
+    CardTask,
+    CompactTask,
+    StillCurrent,
+    SummarizerError,
+    SummaryBatch,
+)
 
 # Re-exported: the benchmarks take the fake's overshoot rate and description from here.
 from memory.fakes.size_model import (
@@ -115,6 +124,16 @@ def _out_block(lines: Sequence[str], numbers: Sequence[int] | None) -> str:
     return "\n".join(f'<out n="{k}">{line}</out>' for k, line in zip(numbers, lines, strict=True))
 
 
+def fake_card(task: CardTask, card_bytes: int = CARD_BYTES) -> str | None:
+    """A card made of the person's lines' own words (nothing else reaches it), sized like a
+    model's: half the input, at least 60 bytes, at most CARD_BYTES."""
+    source = " ".join(task.lines)
+    if not source:
+        return None
+    size = min(card_bytes, max(60, utf8_len(source) // 2))
+    return fit_card(source, size) or None
+
+
 class FakeSummarizer:
     """A deterministic :class:`~memory.compaction.summarizer.Summarizer` with failure knobs and counters.
 
@@ -176,6 +195,8 @@ class FakeSummarizer:
         self.builds: Counter[tuple[int, int]] = Counter()
         self.tries_by_node: dict[tuple[int, int], int] = {}
         self.usage = CallUsage(model=FAKE_MODEL)
+        self.card_calls = 0  # write_cards invocations (one per chat and quiet period at most)
+        self.card_usage = CallUsage(model=FAKE_MODEL)
 
     async def summarize(
         self,
@@ -211,6 +232,22 @@ class FakeSummarizer:
         if retry and still_current is not None:
             retry = await still_current()
         return self._answer(context, tasks, call_numbers, retry=retry)
+
+    async def write_cards(self, tasks: Sequence[CardTask]) -> CardBatch:
+        """Deterministic cards (:func:`fake_card`), priced as the request the Anthropic
+        summarizer sends (system + one step per person), bytes / 4 a token."""
+        self.card_calls += 1
+        for task in tasks:
+            for position, line in enumerate(task.lines):
+                _check_bare(line, f"card input line {position}")
+        cards: list[str | None] = [fake_card(task) for task in tasks]
+        usage = CallUsage(model=FAKE_MODEL, calls=1 if tasks else 0)
+        if tasks:
+            prompt = utf8_len(card_system()) + utf8_len(cards_block(tasks))
+            usage.input_tokens = _tokens(prompt)
+            usage.output_tokens = _tokens(sum(utf8_len(card or "") + 16 for card in cards))
+        self.card_usage.add(usage)
+        return CardBatch(cards=cards, usage=usage)
 
     def _wants_retry(self, tasks: Sequence[CompactTask], call_numbers: Sequence[int]) -> bool:
         """Whether some first try is over the limit after trimming (an empty reply is not)."""

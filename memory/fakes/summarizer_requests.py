@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memory.compaction.anthropic_summarizer import first_turn, max_tokens_for, system_blocks
+from memory.compaction.anthropic_summarizer import card_request, first_turn, max_tokens_for, system_blocks
 from memory.compaction.prompts import context_block, task_block, too_long_block
-from memory.compaction.summarizer import CompactTask, SummaryBatch
+from memory.compaction.summarizer import CardBatch, CardTask, CompactTask, SummaryBatch
 from memory.fakes.prompt_cache import estimate_tokens
 from memory.fakes.size_model import fake_compress_try, fake_merge_try, node_seed
 from memory.text.lines import cut_at_bytes
@@ -114,3 +114,10 @@ def compaction_requests(
         }
         out.append((again, estimate_tokens(_out_text(seconds, [k + 1 for k in retried] if many else None))))
     return out
+
+
+def cards_request(model: str, tasks: Sequence[CardTask], batch: CardBatch) -> tuple[dict[str, Any], int]:
+    """The people cards' request as the Anthropic summarizer sends it, and the output tokens
+    of the answer that carries ``batch``'s cards."""
+    answer = _out_text([card or "" for card in batch.cards], list(range(1, len(tasks) + 1)))
+    return card_request(model, tasks), estimate_tokens(answer)

@@ -21,6 +21,7 @@ from memory.privacy.mention_erasure import person_names, scrub_mentions
 from memory.privacy.rebuild import drop_lines_over
 from memory.storage.log import stored_words, tail_line_bytes
 from memory.storage.models import Chat, MemoryRow, Message, TreeNode
+from memory.storage.people_cards import drop_cards, drop_cards_about
 from memory.storage.tree_nodes import NodeWrite, delete_covering, insert_nodes
 from memory.text.mentions import MentionNames, names_for_version, render_mentions, same_but_redacted, sealed
 
@@ -115,6 +116,8 @@ async def erase_indexes(
         state.version += 1
         state.needs_repair = True
         state.staged_ready = False
+    if report.nodes + len(leaves):
+        await drop_cards(session, [chat_id])  # lines held the erased words: so may the cards
     return report
 
 
@@ -166,6 +169,7 @@ async def erase_author(
     report.nodes += lines
     report.names, lines = await redact_bot_messages(session, chat_ids, known)
     report.nodes += lines
+    await drop_cards_about(session, chat_ids, author_id, known)
     return report
 
 
@@ -208,6 +212,7 @@ async def wipe_chat(
         .where(Chat.id == chat_id)
         .values(next_index=0, last_message_at=None, backfill_floor=None, erased_before=since)
     )
+    await drop_cards(session, [chat_id])
     if state is not None:
         state.shown, state.boundary, state.staged, state.staged_boundary = [], 0, None, None
         state.batch_target, state.needs_repair, state.staged_ready = None, False, False
@@ -267,8 +272,8 @@ async def edit_message(
 
 
 # The tables whose old row versions can hold message text (messages, nodes) or a channel's
-# or person's name (chats).
-PURGED_TABLES = ("messages", "nodes", "chats")
+# or person's name (chats), and the people cards built from the lines (people_cards).
+PURGED_TABLES = ("messages", "nodes", "chats", "people_cards")
 
 
 async def purge_dead_rows(engine: AsyncEngine) -> None:

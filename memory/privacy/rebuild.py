@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memory.storage.models import Chat, MemoryRow
+from memory.storage.people_cards import drop_cards
 from memory.storage.tree_nodes import delete_covering
 
 
@@ -42,4 +43,6 @@ async def drop_lines_over(
             if deleted:
                 state.needs_repair = True
                 state.staged_ready = False
+        if deleted:
+            await drop_cards(session, [chat_id])  # built from the lines that held the old words
     return lines

@@ -21,11 +21,14 @@ from memory.config import MemoryConfig
 from memory.storage.chats import get_chat
 from memory.storage.log import keep_boundary, read_range
 from memory.storage.models import MemoryRow
+from memory.storage.people_cards import read_cards
 from memory.storage.tree_nodes import resolve
 from memory.tree.node import Node, end, start, utf8_len
 from memory.tree.render import (
     ErasedRun,
     memory_block,
+    people_block,
+    people_line,
     placeholder_line,
     rebuilding_line,
     row_line,
@@ -44,6 +47,7 @@ class PromptView:
     tail_lines: list[str] = field(default_factory=list)
     dropped_from: int | None = None  # first tail message left out by the cap
     dropped_to: int | None = None
+    people_lines: list[str] = field(default_factory=list)  # the people cards, shown before the row
 
     @property
     def dropped_note(self) -> str | None:
@@ -54,6 +58,9 @@ class PromptView:
             "here; use recall to search them)"
         )
 
+    def people_text(self) -> str:
+        return people_block(self.people_lines)
+
     def memory_text(self) -> str:
         return memory_block(self.row_lines)
 
@@ -63,7 +70,13 @@ class PromptView:
 
     def render(self) -> str:
         """The exact text `eva view` and `/memory view` show."""
-        return self.memory_text() + "\n" + self.tail_text() + ("\n" if self.tail_lines else "")
+        return (
+            self.people_text()
+            + self.memory_text()
+            + "\n"
+            + self.tail_text()
+            + ("\n" if self.tail_lines else "")
+        )
 
 
 async def row_lines(
@@ -126,6 +139,19 @@ def _join_erased(lines: list[str | ErasedRun], tz: str) -> list[str]:
     return out
 
 
+async def people_lines(session: AsyncSession, chat_id: int, budget: int) -> list[str]:
+    """The chat's cards as lines, most active person first, as many as fit ``budget`` bytes."""
+    out: list[str] = []
+    used = 0
+    for card in await read_cards(session, chat_id):
+        line = people_line(card.name, card.text)
+        used += utf8_len(line) + 1
+        if used > budget:
+            break
+        out.append(line)
+    return out
+
+
 async def prompt_view(session: AsyncSession, config: MemoryConfig, chat_id: int) -> PromptView:
     chat = await get_chat(session, chat_id)
     state = await session.scalar(select(MemoryRow).where(MemoryRow.chat_id == chat_id))
@@ -133,6 +159,9 @@ async def prompt_view(session: AsyncSession, config: MemoryConfig, chat_id: int)
     boundary = int(state.boundary) if state else 0
     view = PromptView(chat_id, chat.next_index, boundary, chat.timezone)
     view.row_lines = await row_lines(session, chat_id, parts, chat.timezone, config.view_high)
+    view.people_lines = await people_lines(
+        session, chat_id, config.people_bytes if config.people_cards else 0
+    )
     first = boundary
     if chat.next_index > boundary:
         first = await keep_boundary(session, chat_id, boundary, chat.next_index, config.tail_cap)

@@ -185,6 +185,23 @@ class MemoryRow(Base):
     forced_swaps: Mapped[int] = mapped_column(Integer, server_default="0")
     last_swap_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # The people cards are to be built again, once the chat is quiet (a swap, or an erasure or
+    # edit that deleted lines they may have been built from): memory/compaction/cards.py.
+    cards_due: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+
+
+class PersonCard(Base):
+    """A short card about one person active in a chat, built by the compaction model from the
+    memory lines that name them (docs/design.md, people cards); shown before the row."""
+
+    __tablename__ = "people_cards"
+
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True)
+    person_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    rank: Mapped[int] = mapped_column(SmallInteger)  # 0: the most active of the window
+    name: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    built_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class OptOut(Base):

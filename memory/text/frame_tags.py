@@ -1,6 +1,6 @@
 r"""Frame tags no message can forge, found by rule rather than by a list of known tricks.
 
-Our prompts frame data in tags (``<memory>``, ``<tail>``, ``<turn>``, ``<chat>``, ``<input>``,
+Our prompts frame data in tags (``<people>``, ``<memory>``, ``<tail>``, ``<turn>``, ``<chat>``, ``<input>``,
 ``<out>``). A message that holds one could close the frame early and pose as instructions.
 A reader (a model) takes a tag for a tag even when it is dressed up, so a tag here is:
 
@@ -45,7 +45,7 @@ from itertools import compress, groupby
 
 from memory.text import bidi, confusables, names
 
-FRAME_NAMES = ("attachment", "chat", "input", "memory", "out", "tail", "turn")
+FRAME_NAMES = ("attachment", "chat", "input", "memory", "out", "people", "tail", "turn")
 ESCAPED = "&lt;"
 
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})

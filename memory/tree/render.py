@@ -97,6 +97,17 @@ def tail_line(index: int, created_at: datetime, author: str | None, text: str | 
     return f"#{index} {stamp} {neutralize_frames(said)}"
 
 
+def people_line(name: str, card: str) -> str:
+    """One person's card as the reply model reads it: ``{name}: {card}`` on one line, the
+    name as a speaker's (it cannot pose as another line) and the whole frame-neutralized."""
+    return neutralize_frames(f"{speaker(name)}: {flatten(card)}")
+
+
+def people_block(lines: Sequence[str]) -> str:
+    """The ``<people>`` block before the row; empty when there are no cards."""
+    return "<people>\n" + "".join(line + "\n" for line in lines) + "</people>\n" if lines else ""
+
+
 def memory_block(lines: Sequence[str]) -> str:
     return "<memory>\n" + "".join(line + "\n" for line in lines) + "</memory>"
 

@@ -34,7 +34,7 @@ __all__ = ["bot_settings", "fake_anthropic", "services"]
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {"zoom", "recall", "forget-me", "remember-me", "export-me", "memory", "settings"}
-MEMORY_SUBCOMMANDS = ["status", "view", "node", "compact", "pause", "resume", "dashboard", "wipe"]
+MEMORY_SUBCOMMANDS = ["status", "view", "people", "node", "compact", "pause", "resume", "dashboard", "wipe"]
 TIMEOUT_S = 10.0
 
 

@@ -41,7 +41,7 @@ from tests.fakes.anthropic_behaviours import (
     join_in_judgement,
     text_block,
 )
-from tests.fakes.anthropic_compactor import Compactor, is_compaction_request
+from tests.fakes.anthropic_compactor import Compactor, is_cards_request, is_compaction_request
 from tests.fakes.anthropic_messages import build_message, output_tokens, write_sse
 from tests.fakes.anthropic_models import BadListQuery, ModelCatalogue, ModelNotFound
 from tests.fakes.anthropic_validation import InvalidRequest, validate_request
@@ -60,7 +60,7 @@ class LogEntry:
     headers: dict[str, str]
     at: float
     body: Any = None
-    kind: str | None = None  # "reply" | "compact" | "join_in" for /v1/messages
+    kind: str | None = None  # "reply" | "compact" | "join_in" | "cards" (the people cards) for /v1/messages
     fault: str | None = None
     status: int | None = None  # None: no response was sent (e.g. the client gave up on a hang)
     usage: dict[str, Any] | None = None
@@ -125,7 +125,7 @@ class FakeAnthropic(LocalServer):
         return self.clock()
 
     def requests(self, kind: str | None = None) -> list[LogEntry]:
-        """Logged ``/v1/messages`` requests, optionally only "reply" or "compact" ones."""
+        """Logged ``/v1/messages`` requests, optionally only "reply", "compact" or "cards" ones."""
         return [e for e in self.log if e.path == "/v1/messages" and (kind is None or e.kind == kind)]
 
     def app(self) -> web.Application:
@@ -239,7 +239,9 @@ class FakeAnthropic(LocalServer):
         if is_join_in_check(body):
             entry.kind = "join_in"
         else:
-            entry.kind = "compact" if is_compaction_request(body) else "reply"
+            entry.kind = (
+                "cards" if is_cards_request(body) else "compact" if is_compaction_request(body) else "reply"
+            )
         # An injected fault comes first; a hang only delays, then the script has its turn.
         injected = self.faults.pick(entry.kind)
         error_after = None
@@ -253,7 +255,7 @@ class FakeAnthropic(LocalServer):
                 return failed
             outcome = None
         if outcome is None:
-            if entry.kind == "compact":
+            if entry.kind in ("compact", "cards"):
                 outcome = ScriptedReply([text_block(self.compactor.reply_text(body))])
             elif entry.kind == "join_in":
                 outcome = join_in_judgement(body)

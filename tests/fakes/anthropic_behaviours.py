@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from bot.core.join_in import CHECK_SYSTEM_HEAD
 
-Match = Literal["any", "reply", "compact", "join_in"]
+Match = Literal["any", "reply", "compact", "join_in", "cards"]  # cards: the people cards' call
 FaultKind = Literal["rate_limit", "api_error", "overloaded", "hang", "malformed", "status", "stream_error"]
 
 # (status, error type, message) of each fault kind that answers with an API error body.

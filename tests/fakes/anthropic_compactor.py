@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.compaction.card_prompts import CARD_BYTES, CARD_STEP, CARD_SYSTEM, fit_card
 from memory.compaction.prompts import (
     COMPRESS_HEAD,
     MANY_HEAD,
@@ -142,6 +143,32 @@ def _user_texts(body: Mapping[str, Any]) -> list[str]:
     return [content_text(m.get("content")) for m in body.get("messages") or () if m.get("role") == "user"]
 
 
+_CARD_SYSTEM_HEAD = CARD_SYSTEM.split("\n", 1)[0]
+_CARD_STEP = re.compile(
+    re.escape(CARD_STEP).replace(r"\{k\}", r"(\d+)").replace(r"\{name\}", r".*?")
+    + r"\n<input>\n(.*?)\n?</input>",
+    re.DOTALL,
+)
+
+
+def is_cards_request(body: Mapping[str, Any]) -> bool:
+    """A people-cards call (memory/compaction/card_prompts.py): its system prompt is the cards'."""
+    return _system_text(body).startswith(_CARD_SYSTEM_HEAD)
+
+
+def cards_reply(body: Mapping[str, Any]) -> str:
+    """One card per step, made of that step's lines' own words (nothing else reaches it), half
+    their size, at least 60 bytes, at most CARD_BYTES, as ``<out n="K">``."""
+    text = "\n".join(_user_texts(body))
+    out = []
+    for match in _CARD_STEP.finditer(text):
+        source = " ".join(match.group(2).split("\n")).strip()
+        if source:
+            size = min(CARD_BYTES, max(60, _nbytes(source) // 2))
+            out.append(f'<out n="{match.group(1)}">{fit_card(source, size)}</out>')
+    return "\n".join(out)
+
+
 def is_compaction_request(body: Mapping[str, Any]) -> bool:
     if _system_text(body).strip().startswith(SYSTEM_BASE.strip()):  # compact_system(any limit)
         return True
@@ -176,6 +203,8 @@ class Compactor:
         )
 
     def reply_text(self, body: Mapping[str, Any]) -> str:
+        if is_cards_request(body):
+            return cards_reply(body)
         texts = _user_texts(body)
         tasks: list[ParsedTask] = []
         many = False

@@ -103,10 +103,12 @@ async def assert_row_consistent(sessions: Sessions, chat_id: int) -> None:
 
 
 async def work_left(sessions: Sessions) -> list[int]:
-    """Chats whose row still waits for the compactor (staged lines or repair)."""
+    """Chats whose row still waits for the compactor (staged lines, repair, or people cards)."""
     async with sessions() as s:
         rows = await s.scalars(
-            select(MemoryRow.chat_id).where(MemoryRow.staged.is_not(None) | MemoryRow.needs_repair)
+            select(MemoryRow.chat_id).where(
+                MemoryRow.staged.is_not(None) | MemoryRow.needs_repair | MemoryRow.cards_due
+            )
         )
         return list(rows.all())
 

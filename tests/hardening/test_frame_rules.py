@@ -35,7 +35,7 @@ from tests.hardening.unicode_oracles import (
 )
 from tests.memory.helpers import make_engine, new_chat
 
-FRAMES = ("memory", "tail", "turn", "chat", "input", "out", "attachment")
+FRAMES = ("memory", "tail", "turn", "chat", "input", "out", "attachment", "people")
 
 
 def as_read(text: str) -> str:

@@ -30,6 +30,9 @@ TINY_SETTINGS: dict[str, Any] = {
     "debounce_seconds": 0.0,
     "user_cooldown_seconds": 0.0,
     "tool_steps": 6,
+    # SimCord's messages are dated from its own epoch (2026-01-01), the compactor's clock is the
+    # wall clock: a window of a century keeps every world's people "recent" for the cards.
+    "people_days": 36_500,
 }
 
 

@@ -49,6 +49,7 @@ async def test_memory_commands_need_the_admins_own_history_in_the_channel_they_a
     before = await counts(sessions)
     for sub, options in [
         ("view", {}),
+        ("people", {}),
         ("node", {"address": "0+1"}),
         ("status", {}),
         ("compact", {}),
@@ -68,4 +69,4 @@ async def test_memory_commands_need_the_admins_own_history_in_the_channel_they_a
     assert reply_text(await world.admin.slash(staff, "recall", query="raise")) == NO_HISTORY_HERE
     shown = await world.admin.slash(world.general, "memory view")
     assert shown.response is not None and len(shown.response.attachments) == 1
-    assert [type(e) for e in causes(world.env.errors)] == [UserFacingError] * 10  # one line each
+    assert [type(e) for e in causes(world.env.errors)] == [UserFacingError] * 11  # one line each
