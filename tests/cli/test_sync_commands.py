@@ -69,7 +69,7 @@ async def test_sync_commands_registers_in_one_guild(
     assert memory["default_member_permissions"] == str(discord.Permissions(manage_guild=True).value)
     printed = capsys.readouterr().out
     assert printed.startswith(f"registered 7 commands in server {fake.ids.guild}:")
-    assert "/memory (status, view, node, compact, pause, resume, wipe)" in printed
+    assert "/memory (status, view, people, node, compact, pause, resume, dashboard, wipe)" in printed
     assert discord.http.Route.BASE == "https://discord.com/api/v10"  # the CLI put it back
 
 
