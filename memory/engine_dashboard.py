@@ -7,7 +7,7 @@ one unit of work with its own session.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -53,6 +53,7 @@ class CompactorOverview:
     chats: list[ChatStats]
     built: dict[int, int]  # chat id -> built lines
     failures: list[FailureKind]  # of this server's chats, in this process, most recent first
+    channels: dict[int, int | None] = field(default_factory=dict)  # chat id -> its channel's id
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,8 @@ class EngineDashboard:
         counts = Counter(f.kind for f in mine)
         last = {f.kind: f.at for f in mine}
         kinds = [FailureKind(kind, counts[kind], last[kind]) for kind in counts]
-        return CompactorOverview(figures, built, sorted(kinds, key=lambda k: k.last_at, reverse=True))
+        failures = sorted(kinds, key=lambda k: k.last_at, reverse=True)
+        return CompactorOverview(figures, built, failures, {c.chat_id: c.discord_id for c in chats})
 
     async def privacy_overview(self, guild_id: int, timezone: str) -> PrivacyOverview:
         async with self.sessions() as s:

@@ -60,6 +60,28 @@ def manages_in_cache(client: discord.Client) -> Manages:
     return manages
 
 
+# May member ``user`` of ``guild`` read channel ``channel`` (None: a chat without one)?
+ReadsChannel = Callable[[int, int, int | None], bool]
+
+
+def reads_channel_in_cache(client: discord.Client) -> ReadsChannel:
+    """The gateway cache's answer, as `/memory` asks it (bot/commands/admin.py): View Channel
+    and Read Message History in that channel or thread. Manage Server alone does not show a
+    private channel's memory; a channel the cache does not know (deleted, or an import's label)
+    is no."""
+
+    def reads(guild_id: int, user_id: int, channel_id: int | None) -> bool:
+        guild = client.get_guild(guild_id)
+        member = guild.get_member(user_id) if guild is not None else None
+        channel = guild.get_channel_or_thread(channel_id) if guild and channel_id else None
+        if member is None or channel is None:
+            return False
+        perms = channel.permissions_for(member)
+        return bool(perms.view_channel and perms.read_message_history)
+
+    return reads
+
+
 def verdict(session: Session | None, guild_id: int | None, manages: Manages) -> Verdict:
     """May ``session`` open a page of ``guild_id`` (None: a host page)? Pure, given ``manages``."""
     if session is None:

@@ -1,16 +1,19 @@
 """One server's pages: overview, a chat's memory (with zoom and recall), the compactor,
 settings (with the audit list) and privacy. The guard in bot/dashboard/web.py has already
 checked the session, this server and the CSRF token; every chat is checked here to be one of
-this server's (never a DM, never another server's)."""
+this server's (never a DM, never another server's) and, for a member's session, one whose
+channel that member may read in Discord (View Channel and Read Message History, as `/memory`
+asks): Manage Server alone does not open a private channel's memory."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from aiohttp import web
 
 from bot.dashboard import pages, settings_form
-from bot.dashboard.access import Session
+from bot.dashboard.access import ReadsChannel, Session
 from bot.dashboard.html import esc, page
 from bot.dashboard.names import Names
 from bot.policy import policy_of, store_of
@@ -25,11 +28,20 @@ def html(text: str, status: int = 200) -> web.Response:
 
 class ServerPages:
     def __init__(
-        self, services: Services, names: Names, session_of: Callable[[web.Request], Session]
+        self,
+        services: Services,
+        names: Names,
+        session_of: Callable[[web.Request], Session],
+        reads: ReadsChannel,
     ) -> None:
-        """``session_of``: the session the guard let through for this request."""
-        self.services, self.names, self.session_of = services, names, session_of
+        """``session_of``: the session the guard let through for this request; ``reads``: whether
+        a member may read a channel (the gateway cache's answer)."""
+        self.services, self.names, self.session_of, self.reads = services, names, session_of, reads
         self.engine = services.engine
+
+    def may_read(self, request: web.Request, guild_id: int, channel_id: int | None) -> bool:
+        session = self.session_of(request)
+        return session.host or self.reads(guild_id, session.user_id or 0, channel_id)
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -67,6 +79,8 @@ class ServerPages:
         chat = await self.engine.chat(int(raw))
         if chat is None or chat.guild_id != guild_id or chat.kind == "dm":
             raise web.HTTPNotFound()
+        if not self.may_read(request, guild_id, chat.discord_id):
+            raise web.HTTPNotFound()
         return chat
 
     # --- pages
@@ -74,6 +88,8 @@ class ServerPages:
         guild_id = int(request.match_info["guild"])
         policy = await policy_of(self.services, guild_id)
         server = await self.engine.server_overview(guild_id, policy.timezone)
+        shown = [c for c in server.chats if self.may_read(request, guild_id, c.discord_id)]
+        server = replace(server, chats=shown)
         return self._page(
             request, "Overview", pages.overview(f"/g/{guild_id}", server, policy.monthly_budget_usd)
         )
@@ -109,6 +125,8 @@ class ServerPages:
     async def compactor(self, request: web.Request) -> web.Response:
         guild_id = int(request.match_info["guild"])
         state = await self.engine.compactor_overview(guild_id)
+        shown = [c for c in state.chats if self.may_read(request, guild_id, state.channels.get(c.chat_id))]
+        state = replace(state, chats=shown)
         return self._page(request, "Compactor", pages.compactor_page(state, self.services.clock.now()))
 
     async def privacy(self, request: web.Request) -> web.Response:

@@ -20,7 +20,16 @@ from aiohttp import web
 
 from bot import health
 from bot.dashboard import pages
-from bot.dashboard.access import Manages, Session, Sessions, Verdict, csrf_ok, manages_in_cache, verdict
+from bot.dashboard.access import (
+    Manages,
+    Session,
+    Sessions,
+    Verdict,
+    csrf_ok,
+    manages_in_cache,
+    reads_channel_in_cache,
+    verdict,
+)
 from bot.dashboard.html import CSP, SCRIPT, STYLESHEET, esc, page
 from bot.dashboard.names import Names
 from bot.dashboard.server_pages import ServerPages
@@ -65,7 +74,7 @@ class Dashboard:
         self.manages = manages or manages_in_cache(client)
         self.sessions = Sessions()
         self.names = Names(client)
-        self.servers = ServerPages(services, self.names, self.session_of)
+        self.servers = ServerPages(services, self.names, self.session_of, reads_channel_in_cache(client))
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self.headers, self.guard])

@@ -29,6 +29,7 @@ class ChatLine:
     lines: int  # lines of its memory row
     last_message_at: datetime | None
     paused: bool
+    discord_id: int | None = None  # its channel or thread: whose admins may read it is Discord's
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,14 @@ async def server_chats(session: AsyncSession, guild_id: int) -> list[ChatLine]:
     }
     return [
         ChatLine(
-            c.id, c.name, c.kind, int(c.next_index), rows.get(c.id, 0), c.last_message_at, c.logging_paused
+            c.id,
+            c.name,
+            c.kind,
+            int(c.next_index),
+            rows.get(c.id, 0),
+            c.last_message_at,
+            c.logging_paused,
+            c.discord_id,
         )
         for c in chats
     ]

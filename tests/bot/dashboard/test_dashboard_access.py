@@ -1,7 +1,8 @@
 """Who reaches which dashboard page (docs/security.md, the dashboard). Each test fails when the
 check it names is removed: the session, the link's expiry and single use, the binding of a
 session to its server, the per-request Manage Server check against the gateway cache, the CSRF
-token, escaping, and DM chats kept off a server's pages."""
+token, escaping, DM chats kept off a server's pages, and a channel the member may not read kept
+off them too."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import aiohttp
+import discord
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot import health
 from bot.dashboard.web import HOST_COOKIE, SERVER_COOKIE
+from memory.storage.log import ChatKey, NewMessage
 from memory.storage.models import DashboardLink
+from tests.worlds.commands_world import START
 from tests.worlds.dashboard_world import DM_SECRET, HOSTILE, DashboardWorld
 
 
@@ -165,3 +169,34 @@ async def test_the_host_page_reads_the_heartbeat_eva_health_reads(
         # The host's session also opens a server's pages (every server), never a member's cookie.
         async with http.get(f"{dash.base}/g/{dash.guild_id}", cookies=cookies) as server:
             assert server.status == 200
+
+
+async def test_manage_server_alone_opens_no_channel_the_member_may_not_read(dash: DashboardWorld) -> None:
+    # ada manages the server and may see #staff, but not read its history: as /memory refuses
+    # her there (tests/bot/commands/test_commands_history.py), so does every dashboard page.
+    world = dash.world
+    assert world.admin is not None
+    staff = world.guild.create_text_channel(
+        "staff", overwrites={world.admin: discord.PermissionOverwrite(read_message_history=False)}
+    )
+    await world.env.settle()
+    chat = await world.engine.ensure_chat(
+        ChatKey("text", "staff", discord_id=staff.id, guild_id=world.guild.id)
+    )
+    secret = "staff note: the raise for bob is 7 percent"
+    await world.engine.append_many(
+        chat, [NewMessage("bob", START, secret, author_id=world.bob.id, snowflake=95_001)]
+    )
+    async with jarless() as http:
+        key = await session_cookie(dash, http)
+        base = f"{dash.base}/g/{dash.guild_id}"
+        seen = ""
+        for path in ("", "/compactor"):
+            async with http.get(base + path, cookies={SERVER_COOKIE: key}) as page:
+                assert page.status == 200
+                seen += await page.text()
+        assert f"/chat/{dash.hostile_chat}" in seen  # a channel she may read is listed
+        assert "staff" not in seen and f"/chat/{chat}" not in seen
+        for path in (f"/chat/{chat}", f"/chat/{chat}/zoom?at=0%2B1", f"/chat/{chat}/view.txt"):
+            async with http.get(base + path, cookies={SERVER_COOKIE: key}) as page:
+                assert page.status == 404 and secret not in await page.text()
