@@ -63,13 +63,19 @@ async def test_a_mention_gets_a_reply_in_the_cached_layout(world: World) -> None
     text = user_text(body)
     asked_index = await world.engine.index_of_snowflake(world.chat_id, asked.id)
     assert asked_index == 300
-    assert text.startswith(view.memory_text() + "\n<tail>\n" + view.tail_text() + "\n#300 ")
+    # The people cards (built at the quiet swap) come first, then the row and the tail.
+    assert text.startswith(
+        view.people_text() + view.memory_text() + "\n<tail>\n" + view.tail_text() + "\n#300 "
+    )
     assert "\n</tail>\n<turn>\n" in text and 'Answer message #300 by "alice".' in text
     content = body["messages"][0]["content"]
-    assert [c["text"].count("\n") for c in content[:4]] == [5, 4, 4, 4]  # "<memory>" + 4 lines each
+    # The seeded chat is quiet, so its people cards were built at the swap: their block comes
+    # first, unmarked (docs/design.md, the prompt layout), and every later block moves by one.
+    assert view.people_lines and content[0]["text"] == view.people_text()
+    assert [c["text"].count("\n") for c in content[1:5]] == [5, 4, 4, 4]  # "<memory>" + 4 lines each
     # system, the last whole memory block, the last tail block ending at #295, the end.
-    assert marked_blocks(body) == [("system", 0), ("messages.0", 3), ("messages.0", 4), ("messages.0", 6)]
-    assert content[4]["text"].endswith("\n#295 " + content[4]["text"].rsplit("\n#295 ", 1)[1])
+    assert marked_blocks(body) == [("system", 0), ("messages.0", 4), ("messages.0", 5), ("messages.0", 7)]
+    assert content[5]["text"].endswith("\n#295 " + content[5]["text"].rsplit("\n#295 ", 1)[1])
     assert first.usage is not None and first.usage["cache_creation_input_tokens"] > 0
 
     world.later()
@@ -80,7 +86,7 @@ async def test_a_mention_gets_a_reply_in_the_cached_layout(world: World) -> None
     assert second.body["tools"] == body["tools"]
     assert second.usage is not None
     # The shared prefix, through the last whole memory block at least, came from the cache.
-    assert second.usage["cache_read_input_tokens"] >= tokens_through(second.body, "messages.0", 3)
+    assert second.usage["cache_read_input_tokens"] >= tokens_through(second.body, "messages.0", 4)
     assert world.bot_messages()[-1].content == "Still the boat, mostly."
     assert await replies_this_month(world.services.engine, world.guild.id, world.clock.now()) == 2
 

@@ -103,7 +103,8 @@ async def test_a_member_without_read_message_history_gets_no_memory(world: World
     normal = world.replies()[-1]
     view = await world.engine.prompt_view(world.chat_id)
     assert [tool["name"] for tool in normal.body["tools"]] == TOOL_NAMES
-    assert user_text(normal.body).startswith(view.memory_text() + "\n<tail>\n" + view.tail_lines[0])
+    memory = view.people_text() + view.memory_text()  # the people cards first, then the row
+    assert user_text(normal.body).startswith(memory + "\n<tail>\n" + view.tail_lines[0])
     assert not world.bot_messages()[-1].content.endswith(WITHOUT_MEMORY_LINE)
 
 
@@ -156,7 +157,7 @@ async def test_a_turn_for_several_people_is_split_by_who_may_read(world: World) 
     view = await world.engine.prompt_view(world.chat_id)
     text = user_text(normal.body)
     assert [tool["name"] for tool in normal.body["tools"]] == TOOL_NAMES
-    assert text.startswith(view.memory_text()) and QUESTION in text  # she is in the tail
+    assert text.startswith(view.people_text() + view.memory_text()) and QUESTION in text  # she is in the tail
     assert 'Also addressed to you since your last reply: message #300 by "alice".' in text
     assert '#301 by "carol"' not in text.replace('Message #301 by "carol" gets a reply of its own', "")
     assert 'Answer message #302 by "bob".' in text
