@@ -60,7 +60,9 @@ async def measure(spec: ScaleSpec, url: str) -> dict[str, Any]:
     try:
         chat_id, sim, _records = await build_chat(spec, database, memory, figures)
         services = dashboard_services(memory)
-        runner = await serve(Dashboard(services, client, lambda _g, _u: True).app(), "127.0.0.1", 0)
+        runner = await serve(
+            Dashboard(services, client, lambda _g, _u: True, lambda _g, _u, _c: True).app(), "127.0.0.1", 0
+        )
         try:
             base = f"http://127.0.0.1:{bound_port(runner)}"
             return await _timed_pages(spec, memory, base, chat_id, [address(p) for p in sim.row], figures)

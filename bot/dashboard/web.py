@@ -22,6 +22,7 @@ from bot import health
 from bot.dashboard import pages
 from bot.dashboard.access import (
     Manages,
+    ReadsChannel,
     Session,
     Sessions,
     Verdict,
@@ -68,13 +69,22 @@ def plain(title: str, line: str, status: int) -> web.Response:
 class Dashboard:
     """The web app over one bot process's services and its gateway cache."""
 
-    def __init__(self, services: Services, client: discord.Client, manages: Manages | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        client: discord.Client,
+        manages: Manages | None = None,
+        reads: ReadsChannel | None = None,
+    ) -> None:
+        """``manages`` and ``reads`` default to the gateway cache's answers (bench/dashboard_page.py
+        gives its own: it serves the page without a gateway)."""
         self.services, self.client = services, client
         self.engine = services.engine
         self.manages = manages or manages_in_cache(client)
         self.sessions = Sessions()
         self.names = Names(client)
-        self.servers = ServerPages(services, self.names, self.session_of, reads_channel_in_cache(client))
+        reads = reads or reads_channel_in_cache(client)
+        self.servers = ServerPages(services, self.names, self.session_of, reads)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self.headers, self.guard])
