@@ -1,6 +1,6 @@
 """Proof of memory: plant facts in a real chat, replay it through the engine, ask for them later.
 
-    python -m bench.fidelity --corpus ../shared/data/irc/rust.jsonl --facts 50 --json
+    python -m bench.fidelity --corpus PATH/TO/rust.jsonl --facts 50 --json
     python -m bench.fidelity --corpus export.json --real-model --max-usd 2   # with a real model
 
 The planted facts (bench/fidelity_plant.py: single, attribution, update, about, erased) go into

@@ -1,4 +1,4 @@
-"""The companion's marks and choices (issue 26): ``rate_marks``, the last time something
+"""The companion's marks and choices (docs/design.md section 9): ``rate_marks``, the last time something
 limited in time happened (an export of a person, an unprompted reply in a channel), kept in the
 database so the limit holds across restarts and processes; and a server's "join in" channels.
 
