@@ -22,7 +22,7 @@ whole chat (a fragment such as "padd", emoji, "%").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -97,8 +97,9 @@ _INT4_MAX = 2**31 - 1
 # Custom plans for these words and this window, every time: after five runs of a statement
 # PostgreSQL may settle on a generic plan, which cannot tell a word in 1 of 100,000 messages
 # from one in 1 of 10 (measured with generic plans: p95 1,021 ms). In the same round trip:
-# each query word's lexemes in the chat's configuration, the query as a phrase, and how common
-# each lexeme is (ANALYZE's most common elements of tsv, with their share of messages).
+# each query word's lexemes in the chat's configuration, the query as a phrase, how common
+# each lexeme is (ANALYZE's most common elements of tsv, with their share of messages), whether
+# the configuration stems, and each word's lexemes as typed (eva_simple: accents folded only).
 _PREPARE = text("""
     WITH chat AS (
         SELECT coalesce(search_config, 'eva_simple'::regconfig) AS config FROM chats WHERE id = :chat_id
@@ -115,18 +116,22 @@ _PREPARE = text("""
            phraseto_tsquery(chat.config, :query)::text,
            ARRAY(SELECT e.elem || ' ' || e.freq::text
                  FROM stats, unnest(stats.elems, stats.freqs[1:cardinality(stats.elems)]) AS e(elem, freq)
-                 WHERE e.elem IN (SELECT unnest(words.lexemes) FROM words))
+                 WHERE e.elem IN (SELECT unnest(words.lexemes) FROM words)),
+           chat.config <> 'eva_simple'::regconfig,
+           ARRAY(SELECT array_to_string(tsvector_to_array(to_tsvector('eva_simple', w.word)), ' ')
+                 FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n) ORDER BY w.n)
     FROM chat
 """)
 
 
 @cache
 def _ranked_statement(
-    whole: tuple[bool, ...], by_author: bool, by_author_id: bool, phrase: bool
+    whole: tuple[bool, ...], by_author: bool, by_author_id: bool, phrase: bool, stemmed: bool
 ) -> TextClause:
     """The newest matches of each lexeme ``k`` in ``[lo_k, hi_k)``, at most ``cap`` each, in one
-    statement; each found message once, with the subqueries that found it and the query
-    lexemes it holds. ``whole[k]``: lexeme k's range starts at the chat's first message."""
+    statement; each found message once, with the subqueries that found it, the query lexemes
+    it holds and (``stemmed``) the query's words it holds as typed. ``whole[k]``: lexeme k's
+    range starts at the chat's first message."""
     extra = ""
     if by_author:
         extra += " AND m.author_name ILIKE :author"
@@ -140,11 +145,19 @@ def _ranked_statement(
         for k, every in enumerate(whole)
     ]
     holds_phrase = "m.tsv @@ CAST(:phrase AS tsquery)" if phrase else "false"
+    # Only the found messages are read again as typed: a few hundred short texts, ~1 ms.
+    as_typed = (
+        "ARRAY(SELECT x FROM unnest(tsvector_to_array(to_tsvector('eva_simple', "
+        "coalesce(m.text, '') || ' ' || coalesce(m.author_name, '')))) AS x "
+        "WHERE x = ANY(CAST(:typed AS text[])))"
+        if stemmed
+        else "NULL"
+    )
     return text(f"""
         WITH found AS ({" UNION ALL ".join(parts)}),
         hits AS (SELECT idx, array_agg(k) AS ks FROM found GROUP BY idx)
         SELECT h.idx, h.ks, cardinality(regexp_split_to_array(m.text, '[^[:alnum:]]+')) + 1,
-               held.lexemes, held.counts, {holds_phrase}
+               held.lexemes, held.counts, {holds_phrase}, {as_typed}
         FROM hits h
         JOIN messages m ON m.chat_id = :chat_id AND m.idx = h.idx
         CROSS JOIN LATERAL (
@@ -203,12 +216,16 @@ async def _candidates(
     lexemes: Sequence[str],
     shares: dict[str, float],
     phrase: str | None,
+    typed: Mapping[str, frozenset[str]] | None,
 ) -> tuple[list[Candidate], dict[str, float]]:
     """The newest PER_WORD matches of each lexeme (more where they share messages) and each
     lexeme's document frequency: counted where every match was read, else estimated from the
     part read. One statement; a second, over the rest of the chat, for the lexemes that came
-    short in the part their share pointed at (a word more common elsewhere than here)."""
+    short in the part their share pointed at (a word more common elsewhere than here).
+    ``typed``: each lexeme's forms as the query typed them, for a chat whose words are stemmed."""
     params = {**_filter_params(filters), "lexemes": list(lexemes), "phrase": phrase, "cap": PER_WORD}
+    if typed is not None:
+        params["typed"] = sorted(set().union(*typed.values()))
     by_author, by_author_id = filters.author is not None, filters.author_id is not None
     seen: dict[int, Candidate] = {}
     counts: Counter[str] = Counter()
@@ -221,12 +238,14 @@ async def _candidates(
         for k, lexeme in enumerate(wanted):
             window |= {f"lo_{k}": ranges[lexeme][0], f"hi_{k}": ranges[lexeme][1]}
             window[f"lexeme_{k}"] = tsquery_literal(lexeme)
-        statement = _ranked_statement(whole, by_author, by_author_id, phrase is not None)
+        statement = _ranked_statement(whole, by_author, by_author_id, phrase is not None, typed is not None)
         found: Counter[int] = Counter()
         oldest: dict[int, int] = {}
-        for idx, ks, length, held, tf, holds_phrase in await session.execute(statement, {**params, **window}):
+        rows = await session.execute(statement, {**params, **window})
+        for idx, ks, length, held, tf, holds_phrase, as_typed in rows:
             held_counts = dict(zip(held or (), tf or (), strict=True))
-            seen[int(idx)] = Candidate(int(idx), int(length), held_counts, bool(holds_phrase))
+            exact = _held_as_typed(held_counts, typed, as_typed)
+            seen[int(idx)] = Candidate(int(idx), int(length), held_counts, bool(holds_phrase), exact)
             for k in ks:
                 found[k] += 1
                 oldest[k] = min(oldest.get(k, idx), idx)
@@ -262,6 +281,17 @@ async def _trigram(session: AsyncSession, filters: Filters, total: int, limit: i
     return [Found(idx, 0, score, (), False) for idx, score in found[:limit]]
 
 
+def _held_as_typed(
+    held: Mapping[str, int], typed: Mapping[str, frozenset[str]] | None, as_typed: Sequence[str] | None
+) -> frozenset[str]:
+    """The held lexemes whose query word the message also holds as typed (every one when the
+    chat does not stem: its lexemes are the words as typed)."""
+    if typed is None:
+        return frozenset(held)
+    forms = set(as_typed or ())
+    return frozenset(lexeme for lexeme in held if typed.get(lexeme, frozenset()) & forms)
+
+
 def _words_held(words: Sequence[str], word_lexemes: Sequence[str], hit: Ranked) -> tuple[str, ...]:
     """The query's words (as typed, without their punctuation) whose lexemes the hit holds."""
     held = []
@@ -269,6 +299,15 @@ def _words_held(words: Sequence[str], word_lexemes: Sequence[str], hit: Ranked) 
         if lexemes and hit.lexemes & set(lexemes.split()):
             held.append(word.strip(".,;:!?¿¡\"'()[]{}<>“”‘’«»"))
     return tuple(dict.fromkeys(held))
+
+
+def _typed_forms(word_lexemes: Sequence[str], word_forms: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Each stemmed lexeme's forms as the query typed them (folded): "races" gives race -> {races}."""
+    typed: dict[str, set[str]] = {}
+    for lexemes, forms in zip(word_lexemes, word_forms, strict=True):
+        for lexeme in lexemes.split():
+            typed.setdefault(lexeme, set()).update(forms.split())
+    return {lexeme: frozenset(forms) for lexeme, forms in typed.items()}
 
 
 async def search(session: AsyncSession, filters: Filters, total: int, limit: int) -> list[Found]:
@@ -281,10 +320,11 @@ async def search(session: AsyncSession, filters: Filters, total: int, limit: int
     if lexemes and row is not None:  # emoji and punctuation make none
         phrase = row[2] if len(lexemes) > 1 and row[2] else None
         shares = {elem: float(share) for elem, share in (pair.rsplit(" ", 1) for pair in row[3] or ())}
-        candidates, frequencies = await _candidates(session, filters, total, lexemes, shares, phrase)
+        typed = _typed_forms(word_lexemes, list(row[5] or ())) if row[4] else None
+        candidates, frequencies = await _candidates(session, filters, total, lexemes, shares, phrase, typed)
         if candidates:
             every = frozenset(lexemes)
-            ranked = rank(candidates, frequencies, total, limit)
+            ranked = rank(candidates, frequencies, total, limit, stemmed=typed is not None)
             held = [_words_held(words, word_lexemes, hit) for hit in ranked]
             return [
                 Found(hit.index, hit.tier, hit.score, shown, every <= hit.lexemes)

@@ -83,6 +83,20 @@ async def test_an_english_chat_is_stemmed_and_finds_other_forms_of_a_word(sessio
     assert hits(await engine.recall(chat, "marry"))[0] == GUESS_AT + 1
 
 
+async def test_the_word_as_typed_ranks_above_a_shorter_message_with_only_its_stem(sessions: Sessions) -> None:
+    engine, _, _ = make_engine(sessions)
+    chat = await chat_with(
+        engine,
+        [
+            ("the race in hobart was long and hard, and far too hot for me", "Max"),
+            ("switched races", "Kim"),  # the newest and the shortest: first by length alone
+        ],
+    )
+    assert await config_of(sessions, chat) == "eva_english"
+    assert hits(await engine.recall(chat, "race"))[:2] == [GUESS_AT, GUESS_AT + 1]
+    assert hits(await engine.recall(chat, "races"))[:2] == [GUESS_AT + 1, GUESS_AT]
+
+
 async def test_a_swedish_chat_is_stemmed_in_swedish(sessions: Sessions) -> None:
     engine, _, _ = make_engine(sessions)
     chat = await chat_with(engine, [("bröllopet är i Borås i juni", "Max")], filler=SWEDISH)

@@ -42,3 +42,16 @@ def test_a_word_the_chat_lacks_does_not_keep_a_message_from_having_every_word() 
 def test_a_short_message_outranks_a_long_one_with_the_same_words() -> None:
     ranked = rank([Candidate(1, 40, {"wedding": 1}), Candidate(2, 4, {"wedding": 1})], {"wedding": 5}, 100, 5)
     assert [r.index for r in ranked] == [2, 1]
+
+
+def test_a_word_found_as_typed_outranks_a_shorter_message_holding_only_its_stem() -> None:
+    # "race" asked; "switched races" (2 words + author = 3) holds it only through the stem, a
+    # 13-word message holds "race" as typed. By hand, idf factored out, average length 8:
+    # plain BM25 puts the short one first (2.2 / (1 + 1.2 * (.25 + .75 * 3/8)) = 1.34 against
+    # 2.2 / (1 + 1.2 * (.25 + .75 * 13/8)) = 0.80); a stem-only match at half weight gives 0.67.
+    short = Candidate(1, 3, {"race": 1})
+    typed = Candidate(2, 13, {"race": 1}, exact=frozenset({"race"}))
+    ranked = rank([short, typed], {"race": 20}, 3600, 5, stemmed=True)
+    assert [r.index for r in ranked] == [2, 1]
+    # A chat that does not stem has its words as typed: length decides again.
+    assert [r.index for r in rank([short, typed], {"race": 20}, 3600, 5)] == [1, 2]
