@@ -7,6 +7,7 @@ they appear.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from bench.baselines import EVERY_TURN, QUIET_SWAP, SWAP_AT_ONCE
@@ -302,7 +303,28 @@ def _host(c: Collected, host: dict[str, str]) -> str:
     )
 
 
-def render(c: Collected, host: dict[str, str], command: str) -> str:
+# A section measured by a command of its own names it in its heading, "(`python -m bench.X`)":
+# the report does not run those commands (the old code's compaction alone takes half an hour),
+# so it keeps their sections from the file it replaces, as their commands last wrote them. The
+# report's own sections and bench.fidelity's, which it measures, are written anew.
+_OWN_COMMAND = re.compile(r"^## .*\(`python -m bench\.(\w+)[^`]*`")
+_MEASURED_HERE = frozenset({"report", "fidelity"})
+
+
+def kept_sections(previous: str) -> str:
+    """The sections of ``previous`` (the report being replaced) that other commands measure."""
+    kept: list[str] = []
+    keeping = False
+    for line in previous.splitlines():
+        if line.startswith("## "):
+            own = _OWN_COMMAND.match(line)
+            keeping = own is not None and own.group(1) not in _MEASURED_HERE
+        if keeping:
+            kept.append(line)
+    return "\n".join(kept).strip() + "\n\n" if kept else ""
+
+
+def render(c: Collected, host: dict[str, str], command: str, kept: str = "") -> str:
     main = next(r for r in c.runs if r.label == QUIET_SWAP and r.rolling is not None)
     at_once = next(r for r in c.runs if r.label == SWAP_AT_ONCE)
     every = next(r for r in c.runs if r.label == EVERY_TURN)
@@ -336,7 +358,7 @@ figures, labelled with their source.
 
 {_scale(c.scale)}
 
-## How these figures are made
+{kept}## How these figures are made
 
 - Replay (bench/replay_loop.py): every message goes through the real log and compactor on a fresh
   PostgreSQL database, on simulated time (the message dates), with the fake summarizer above

@@ -31,7 +31,7 @@ from typing import Any
 from bench.fidelity import FidelitySpec, measure_fidelity, problems
 from bench.figures import DATA, MAIN_CORPUS, REPO, Collected, Plan, make_plan
 from bench.logs import configure_logging
-from bench.render import render
+from bench.render import kept_sections, render
 from bench.scale_ingest import ingest_through_bot
 from bench.scale_measure import run_scale
 from bench.turns import RunFigures, RunSpec, measure_run
@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench.report" + (" --quick" if collected.plan.mode == "quick" else "")
     if args.messages:
         command += f" --messages {args.messages}"
-    markdown = render(collected, machine(), command)
+    previous = args.out.read_text(encoding="utf-8") if args.out.is_file() else ""
+    markdown = render(collected, machine(), command, kept_sections(previous))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(markdown, encoding="utf-8")
     print(f"wrote {args.out} in {collected.seconds:.0f} s")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bench.fidelity import FidelitySpec
 from bench.figures import Plan
-from bench.render import render
+from bench.render import kept_sections, render
 from bench.report import collect
 from bench.scale import summary
 from bench.scale_measure import ScaleSpec
@@ -124,3 +124,30 @@ async def test_swap_at_once_swaps_at_least_as_often(postgres_admin_url: str, sha
     quiet, at_once, *_ = collected.runs  # then the every-turn run and the before run
     assert at_once.replay["forced_swaps"] == 0
     assert at_once.replay["swaps"] > quiet.replay["swaps"]
+
+
+def test_the_report_keeps_the_sections_other_commands_measured_and_rewrites_its_own() -> None:
+    previous = "\n".join(
+        [
+            "# Benchmarks",
+            "## One chat at scale",
+            "old scale figures",
+            "## Proof of memory (`python -m bench.fidelity`, recall part)",
+            "old fidelity figures",
+            "## Compaction speed after an import (`python -m bench.compact_speed`)",
+            "| messages | per second |",
+            "## Command start-up (`python -m bench.cli_startup --runs 5`)",
+            "0.30 s",
+            "## How these figures are made",
+            "old notes",
+        ]
+    )
+    kept = kept_sections(previous)
+    assert kept.endswith("0.30 s\n\n")  # a blank line before the next heading
+    assert kept.rstrip("\n").splitlines() == [
+        "## Compaction speed after an import (`python -m bench.compact_speed`)",
+        "| messages | per second |",
+        "## Command start-up (`python -m bench.cli_startup --runs 5`)",
+        "0.30 s",
+    ]
+    assert kept_sections("# Benchmarks\n## One chat at scale\nfigures\n") == ""
