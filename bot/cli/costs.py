@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from bot.settings import Settings
 from memory import MemoryEngine
-from memory.policy.guild_policy import BudgetLevel, budget_level
+from memory.policy.guild_policy import BudgetLevel, Forecast, budget_level
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,7 @@ class CostReport:
     timezone: str
     month_total: Decimal  # every row this month, erased chats included
     budget: Decimal | None
+    forecast: Forecast  # the month's total at the recent pace, every row included
 
 
 async def chat_costs(engine: MemoryEngine, settings: Settings) -> CostReport:
@@ -42,12 +43,14 @@ async def chat_costs(engine: MemoryEngine, settings: Settings) -> CostReport:
         for chat in await engine.list_chats()
     ]  # fmt: skip
     budget = settings.monthly_budget_usd
+    projection = await engine.guild_settings.host_forecast(now, settings.timezone)
     return CostReport(
         chats=chats,
         month_from=since,
         timezone=settings.timezone,
-        month_total=await engine.guild_settings.host_spent(now, settings.timezone),
+        month_total=projection.spent,
         budget=Decimal(str(budget)) if budget is not None and budget > 0 else None,
+        forecast=projection,
     )
 
 
@@ -62,11 +65,14 @@ def format_costs(report: CostReport) -> str:
     for chat in report.chats:
         lines.append(f"{chat.name}\t{chat.kind}\t{chat.messages}\t${chat.total:.4f}\t${chat.month:.4f}")
     head = f"This month (since {report.month_from:%Y-%m-%d} {report.timezone}): ${report.month_total:.2f}"
+    ahead = report.forecast.describe()
     if report.budget is None:
-        lines.append(f"{head}; no MONTHLY_BUDGET_USD set.")
+        lines.append(f"{head}, {ahead}; no MONTHLY_BUDGET_USD set.")
     else:
         percent = int(report.month_total * 100 / report.budget)
-        over = budget_level(report.month_total, report.budget) is BudgetLevel.OVER
-        state = " Replies are paused until the 1st." if over else ""
-        lines.append(f"{head} of the ${report.budget:.2f} MONTHLY_BUDGET_USD ({percent}%).{state}")
+        level = budget_level(report.month_total, report.budget, report.forecast)
+        state = " Replies are paused until the 1st." if level is BudgetLevel.OVER else ""
+        if level is BudgetLevel.WARN and report.forecast.month_total >= report.budget:
+            state = " At this pace the budget runs out before the month ends."
+        lines.append(f"{head} of the ${report.budget:.2f} MONTHLY_BUDGET_USD ({percent}%), {ahead}.{state}")
     return "\n".join(lines)

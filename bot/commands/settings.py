@@ -20,7 +20,7 @@ from bot.commands.tree import ManagersCog, answer, interaction_ids
 from bot.policy import policy_of, store_of
 from memory import Changer
 from memory.errors import UserFacingError
-from memory.policy.guild_policy import BudgetLevel, Policy, budget_level, valid_timezone
+from memory.policy.guild_policy import BudgetLevel, Forecast, Policy, budget_level, valid_timezone
 from memory.text.language import LANGUAGES, valid_language
 
 log = structlog.get_logger(__name__)
@@ -43,7 +43,11 @@ def _ids(prefix: str, ids: frozenset[int]) -> str:
 
 
 def describe(
-    policy: Policy, bot_name: str, allowed_models: list[str], spent: Decimal, join_in_cooldown: float = 600
+    policy: Policy,
+    bot_name: str,
+    allowed_models: list[str],
+    projection: Forecast,
+    join_in_cooldown: float = 600,
 ) -> str:
     """What /settings show says (pure). A * marks what this server chose itself."""
     cooldown = minutes(join_in_cooldown)
@@ -62,15 +66,18 @@ def describe(
         who += (
             f"; never {_ids('@&', policy.block_roles)} (roles) or {_ids('@', policy.block_members)} (members)"
         )
+    spent = projection.spent
     if policy.monthly_budget_usd is None:
-        money = f"no budget; ${spent:.2f} spent this month"
+        money = f"no budget; ${spent:.2f} spent this month, {projection.describe()}"
     else:
         percent = int(spent * 100 / policy.monthly_budget_usd)
         money = f"${policy.monthly_budget_usd:.2f} a month; ${spent:.2f} spent this month ({percent}%)"
         if budget_level(spent, policy.monthly_budget_usd) is BudgetLevel.OVER:
             money += ", replies paused until the 1st"
+        else:
+            money += f", {projection.describe()}"
         alerts = f"<#{policy.alert_channel_id}>" if policy.alert_channel_id else "a DM to the server owner"
-        money += f"; the 80% warning goes to {alerts}"
+        money += f"; the warning (80% spent, or a forecast over the budget) goes to {alerts}"
     joining = _ids("#", policy.join_in_channels) if policy.join_in_channels else "none (off)"
     yes_no = "yes" if policy.reply_to_name else "no"
     lines = [
@@ -109,11 +116,12 @@ class ServerSettings(ManagersCog):
     async def show(self, interaction: discord.Interaction) -> None:
         guild_id = interaction.guild_id or 0
         policy = await policy_of(self.services, guild_id)
-        spent = await store_of(self.services).guild_spent(
+        projection = await store_of(self.services).guild_forecast(
             guild_id, self.services.clock.now(), policy.timezone
         )
         settings = self.services.settings
-        shown = describe(policy, settings.bot_name, settings.reply_models(), spent, settings.join_in_cooldown)
+        models = settings.reply_models()
+        shown = describe(policy, settings.bot_name, models, projection, settings.join_in_cooldown)
         await answer(interaction, shown)
 
     @settings.command(name="replies", description="Where I reply: everywhere, listed channels, or nowhere")
@@ -266,7 +274,7 @@ class ServerSettings(ManagersCog):
     )
     @app_commands.describe(
         usd="Dollars a month, replies and summaries together; 0 = no budget",
-        alerts="Where the 80% warning goes (default: a DM to the server owner)",
+        alerts="Where the budget warning goes (default: a DM to the server owner)",
     )
     async def budget(
         self,
@@ -292,8 +300,9 @@ class ServerSettings(ManagersCog):
         else:
             where = alerts.mention if alerts is not None else "the alert channel (or the owner's DMs)"
             text = (
-                f"Budget set to ${amount:.2f} a month for replies and summaries together. At 80% I warn"
-                f" in {where}; at 100% I stop replying until the 1st."
+                f"Budget set to ${amount:.2f} a month for replies and summaries together. At 80% (or"
+                f" when this month's pace would cross it) I warn in {where}; at 100% I stop replying"
+                " until the 1st."
             )
         await self._changed(interaction, "budget", text)
 

@@ -5,7 +5,9 @@ memory/policy/guild_policy.py, and reads the ledger for the money. Refusals for 
 (paused channel, listen-only, unlisted channel, name trigger off, blocked or not allowed) are
 silent and cost no database read of the ledger. Refusals for *money* say so once:
 
-- a server's monthly budget: at 80% the admins are warned once a month (in the alert channel
+- a server's monthly budget: at 80%, or earlier once the month's pace forecasts the budget
+  crossed (memory/policy/guild_policy.py ``forecast``, from the 3rd day), the admins are warned
+  once a month (in the alert channel
   set with /settings budget, else by a DM to the server's owner); at 100% replies pause, and
   the first refused trigger of the month gets one short notice in its channel;
 - the host-wide MONTHLY_BUDGET_USD: every server and DM together; one notice per chat a month;
@@ -34,6 +36,7 @@ from memory import GuildSettingsStore
 from memory.policy.guild_policy import (
     Asker,
     BudgetLevel,
+    Forecast,
     Policy,
     budget_level,
     day_start,
@@ -50,7 +53,8 @@ BUDGET_PAUSED_NOTE = (
 )
 BUDGET_WARNING = (
     "Heads-up for the admins of {guild}: I've spent ${spent} of this month's ${budget} budget"
-    " ({percent}%). At 100% I stop replying until the 1st; /settings budget changes the budget."
+    " ({percent}%), {forecast}. At 100% I stop replying until the 1st; /settings budget changes"
+    " the budget."
 )
 HOST_BUDGET_NOTE = "My host's budget for this month is used up, so I'll stay quiet until the 1st."
 DM_CAP_NOTE = "That's all the replies I can give you today ({cap}); let's talk again tomorrow!"
@@ -151,8 +155,8 @@ class ReplyGate:
             return REFUSED
         now = self.services.clock.now()
         month = month_key(now, policy.timezone)
-        spent = await self.store.guild_spent(guild.id, now, policy.timezone)
-        level = budget_level(spent, policy.monthly_budget_usd)
+        projection = await self.store.guild_forecast(guild.id, now, policy.timezone)
+        level = budget_level(projection.spent, policy.monthly_budget_usd, projection)
         if level is BudgetLevel.OVER and unprompted:
             return REFUSED
         if level is BudgetLevel.OVER:
@@ -161,7 +165,7 @@ class ReplyGate:
             return Verdict(False, BUDGET_PAUSED_NOTE if first else None)
         if level is BudgetLevel.WARN and await self.store.mark_month(guild.id, "budget_warned_month", month):
             assert policy.monthly_budget_usd is not None
-            await self._warn_admins(guild, policy, spent)
+            await self._warn_admins(guild, policy, projection)
         host_budget = self._host_budget()
         if unprompted and host_budget is not None:  # the host's budget, in silence
             host_spent = await self.store.host_spent(now, self.settings.timezone)
@@ -204,12 +208,13 @@ class ReplyGate:
         self._noted.add(key)
         return Verdict(False, note)
 
-    async def _warn_admins(self, guild: discord.Guild, policy: Policy, spent: Decimal) -> None:
-        budget = policy.monthly_budget_usd
+    async def _warn_admins(self, guild: discord.Guild, policy: Policy, projection: Forecast) -> None:
+        budget, spent = policy.monthly_budget_usd, projection.spent
         assert budget is not None
         text = BUDGET_WARNING.format(
-            guild=guild.name, spent=f"{spent:.2f}", budget=f"{budget:.2f}", percent=int(spent * 100 / budget)
-        )
+            guild=guild.name, spent=f"{spent:.2f}", budget=f"{budget:.2f}", percent=int(spent * 100 / budget),
+            forecast=projection.describe(),
+        )  # fmt: skip
         mentions = discord.AllowedMentions.none()
         try:
             channel = self.bot.get_channel(policy.alert_channel_id) if policy.alert_channel_id else None

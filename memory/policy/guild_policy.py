@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -174,14 +174,74 @@ class BudgetLevel(enum.Enum):
     OVER = "over"  # all spent: replies pause until the month ends (one notice)
 
 
-def budget_level(spent: Decimal, budget: Decimal | None) -> BudgetLevel:
+def budget_level(spent: Decimal, budget: Decimal | None, forecast: Forecast | None = None) -> BudgetLevel:
+    """OVER once the budget is spent; WARN once 80% of it is, or once a forecast sure enough to
+    act on (``Forecast.trusted``) puts the month's total at the budget or over."""
     if budget is None or budget <= 0:
         return BudgetLevel.OK
     if spent >= budget:
         return BudgetLevel.OVER
     if spent >= budget * WARN_SHARE:
         return BudgetLevel.WARN
+    if forecast is not None and forecast.trusted and forecast.month_total >= budget:
+        return BudgetLevel.WARN
     return BudgetLevel.OK
+
+
+# The pace is the spend of the last PACE_DAYS days (fewer at the month's start): a week holds
+# every weekday, so a busy weekend neither doubles nor halves it, and it follows a server that
+# grew quieter since the 1st sooner than the month's average would.
+PACE_DAYS = 7
+# Under 3 days of spending, a forecast is shown as rough and warns nobody: one evening's long
+# conversation on the 1st, at a friend group's ~$0.02-0.04 a reply, would project to the whole
+# month at ~30x. From 7 days on the pace spans a whole week.
+SURE_AFTER_DAYS = 3
+STEADY_AFTER_DAYS = PACE_DAYS
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """This month's spend so far, and its total by the month's end at the recent pace."""
+
+    spent: Decimal
+    month_total: Decimal
+    days_elapsed: float
+    days_in_month: int
+
+    @property
+    def trusted(self) -> bool:
+        """Sure enough to warn on: at least SURE_AFTER_DAYS of the month behind it."""
+        return self.days_elapsed >= SURE_AFTER_DAYS
+
+    @property
+    def sureness(self) -> str:
+        """How sure, in words a host reads: "rough", "fair" or "steady"."""
+        if not self.trusted:
+            return "rough"
+        return "fair" if self.days_elapsed < STEADY_AFTER_DAYS else "steady"
+
+    def describe(self) -> str:
+        days = f"{self.days_elapsed:.0f} day{'' if round(self.days_elapsed) == 1 else 's'}"
+        pace = f"about ${self.month_total:.2f} by the month's end at this pace"
+        return f"{pace} ({self.sureness}: {days} of spending)"
+
+
+def pace_since(now: datetime, month_from: datetime) -> datetime:
+    """Where the pace's window starts: PACE_DAYS back, not before the month's 1st."""
+    return max(month_from, now - timedelta(days=PACE_DAYS))
+
+
+def forecast(spent: Decimal, recent: Decimal, now: datetime, month_from: datetime) -> Forecast:
+    """``spent`` since ``month_from`` (the 1st, local midnight), ``recent`` since
+    ``pace_since(now, month_from)``: the month's total if the recent pace holds."""
+    next_month = (month_from.replace(day=28) + timedelta(days=4)).replace(day=1)
+    days_in_month = (next_month.date() - month_from.date()).days
+    elapsed = max((now - month_from).total_seconds() / 86_400, 0.0)
+    window = (now - pace_since(now, month_from)).total_seconds() / 86_400
+    per_day = recent / Decimal(str(window)) if window > 0 else Decimal(0)
+    left = max(days_in_month - elapsed, 0.0)
+    total = (spent + per_day * Decimal(str(left))).quantize(Decimal("0.01"))
+    return Forecast(spent, total, elapsed, days_in_month)
 
 
 def dm_budget(host_budget: Decimal | None, share: float) -> Decimal | None:

@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.policy import settings_audit
-from memory.policy.guild_policy import GuildChoices, day_start, month_start
+from memory.policy.guild_policy import Forecast, GuildChoices, day_start, forecast, month_start, pace_since
 from memory.policy.settings_audit import Changer
 from memory.storage.database import translates_storage_errors
 from memory.storage.models import Chat, GuildSettings, UsageEntry
@@ -155,6 +155,23 @@ class GuildSettingsStore:
         # chat is kept) or whose DM chat was erased since (the ledger keeps the row, chat NULL).
         unkept = UsageEntry.chat_id.is_(None) & UsageEntry.guild_id.is_(None) & (UsageEntry.kind == "reply")
         return await self._spent(UsageEntry.chat_id.in_(dm_chats) | unkept, since=month_start(now, timezone))
+
+    async def guild_forecast(self, guild_id: int, now: datetime, timezone: str) -> Forecast:
+        """The server's spend this month and its total by the month's end at the recent pace."""
+        return await self._forecast(now, timezone, UsageEntry.guild_id == guild_id)
+
+    async def host_forecast(self, now: datetime, timezone: str) -> Forecast:
+        return await self._forecast(now, timezone)
+
+    async def _forecast(self, now: datetime, timezone: str, *conditions: Any) -> Forecast:
+        since = month_start(now, timezone)
+        in_pace = UsageEntry.created_at >= pace_since(now, since)
+        month_cost = func.coalesce(func.sum(UsageEntry.cost_usd), 0)
+        recent_cost = func.coalesce(func.sum(UsageEntry.cost_usd).filter(in_pace), 0)
+        statement = select(month_cost, recent_cost).where(UsageEntry.created_at >= since, *conditions)
+        async with self.sessions() as s:
+            spent, paced = (await s.execute(statement)).one()
+        return forecast(Decimal(spent or 0), Decimal(paced or 0), now, since)
 
     async def _spent(self, *conditions: Any, since: datetime) -> Decimal:
         async with self.sessions() as s:

@@ -3,6 +3,8 @@ does to the replies: where, who, the name trigger, the model, the time zone and 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import discord
 import pytest
 import simcord
@@ -87,7 +89,11 @@ async def test_show_gives_the_defaults_then_what_the_server_chose(w: SettingsWor
     assert "Replies: everywhere I can read." in shown
     assert "My name (Eva) makes me reply: yes" in shown and "Who may talk to me: everyone." in shown
     assert "Model: claude-sonnet-5-5" in shown and "Time zone: UTC." in shown
-    assert "Budget: no budget; $0.00 spent this month." in shown
+    # March 2, 09:00 (the world's clock): 1.375 days into the month, too early to be sure.
+    assert (
+        "Budget: no budget; $0.00 spent this month, about $0.00 by the month's end at this pace"
+        " (rough: 1 day of spending)." in shown
+    )
     await w.admin.slash(general, "settings replies", where="channels")
     await w.admin.slash(general, "settings reply-channel", channel=general)
     await w.admin.slash(general, "settings access", rule="block", role=w.muted)
@@ -96,8 +102,9 @@ async def test_show_gives_the_defaults_then_what_the_server_chose(w: SettingsWor
     assert f"Replies*: only in the listed channels: <#{general.id}>." in shown
     assert f"Who may talk to me: everyone; never <@&{w.muted.id}> (roles) or none (members)." in shown
     assert (
-        f"Budget*: $20.00 a month; $0.00 spent this month (0%); the 80% warning goes to <#{w.mods.id}>."
-        in shown
+        "Budget*: $20.00 a month; $0.00 spent this month (0%), about $0.00 by the month's end at this pace"
+        f" (rough: 1 day of spending); the warning (80% spent, or a forecast over the budget) goes to"
+        f" <#{w.mods.id}>." in shown
     )
 
 
@@ -267,6 +274,28 @@ async def test_the_budget_warns_the_admins_at_80_percent_and_pauses_at_100(
     await w.admin.slash(general, "settings budget", usd=50.0)
     await mention(w, alice, general)
     assert len(w.base.replies()) == 4  # a raised budget answers again
+
+
+async def test_the_warning_comes_early_when_the_months_pace_would_cross_the_budget(
+    w: SettingsWorld, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    general, guild_id = w.base.general, w.base.guild.id
+    await w.admin.slash(general, "settings budget", usd=10.0, alerts=w.mods)
+    # March: $1 on the 1st, $3 on the 8th; on the 10th that is 40% spent, and the last week's
+    # $3 (3/7 a day) for the 22 days left puts the month at 4 + 9.43 = $13.43.
+    await spend(sessions, "1.00", datetime(2026, 3, 1, 12, tzinfo=UTC), guild_id=guild_id)
+    await spend(sessions, "3.00", datetime(2026, 3, 8, tzinfo=UTC), guild_id=guild_id)
+    w.base.clock.set(datetime(2026, 3, 10, tzinfo=UTC))
+    shown = said(await w.admin.slash(general, "settings show"))
+    assert "$4.00 spent this month (40%), about $13.43 by the month's end at this pace (steady" in shown
+    await mention(w, w.base.alice, general)
+    assert len(w.base.replies()) == 1  # a warning, not a pause
+    (warning,) = w.base.bot_messages(w.mods)
+    assert (
+        "I've spent $4.00 of this month's $10.00 budget (40%), about $13.43 by the month's end"
+        in warning.content
+    )
+    assert "(steady: 9 days of spending)" in warning.content
 
 
 async def test_without_an_alert_channel_the_owner_gets_the_warning_by_dm(
