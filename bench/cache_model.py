@@ -25,9 +25,18 @@ from memory.fakes.summarizer_requests import cards_request, compaction_requests
 from memory.pricing import PriceTable, Usage
 
 
+@dataclass(frozen=True, slots=True)
+class _CorpusSeconds:
+    clock: SimulatedClock
+
+    def __call__(self) -> float:
+        return self.clock.now().timestamp()
+
+
 def corpus_seconds(clock: SimulatedClock) -> Callable[[], float]:
-    """The cache's clock: seconds of simulated (corpus) time."""
-    return lambda: clock.now().timestamp()
+    """The cache's clock: seconds of simulated (corpus) time. An object, not a lambda: a meter
+    travels in a run's figures from the report's worker processes (pickled) and to --save."""
+    return _CorpusSeconds(clock)
 
 
 @dataclass(slots=True)

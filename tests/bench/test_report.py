@@ -5,6 +5,7 @@ messages reach batches, swaps and rewrites."""
 
 from __future__ import annotations
 
+import pickle
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -97,6 +98,8 @@ async def test_report_renders_every_table_from_measurement(
     assert checked["facts"] == 10 and checked["erased_found"] == 0
     assert all(f["reachable_share"] == 1.0 for kind, f in checked["kinds"].items() if kind != "erased")
 
+    # The figures cross from the report's worker processes and go to --save pickled.
+    assert pickle.loads(pickle.dumps(collected)).runs[0].label == collected.runs[0].label
     markdown = render(collected, HOST, "python -m bench.report --test")
     found = tables(markdown)
     # reference, per corpus, headline, before/after, comparison, fidelity by kind, by age, scale
