@@ -5,6 +5,7 @@ per-chat advisory lock (memory/compaction/compactor.py) is what keeps the four a
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.scheduler import TICK_SECONDS
 from memory.config import MemoryConfig
 from memory.reading.row_audit import check_row, settled
 from memory.storage.models import Chat, TreeNode, UsageEntry
@@ -86,3 +88,28 @@ async def test_three_workers_and_a_gateway_build_every_node_exactly_once(
     ]
     assert sum(1 for nodes in built if nodes) >= 2, built
     print(f"{by_model} nodes by the model, {free} free, {len(calls)} calls; nodes per process {built}")
+
+
+async def test_a_gateway_run_without_its_compactor_leaves_the_building_to_a_worker(
+    processes: ProcessWorld, sessions: Sessions
+) -> None:
+    """`eva run --no-compactor`: an imported chat waiting to be built stays unbuilt beside the
+    gateway (whose first tick, with the compactor, would sweep it at once) until a worker starts."""
+    anthropic_fake, workdir = processes.anthropic, processes.workdir
+    done = await eva(workdir, "import", str(export(workdir / "waiting.jsonl", 1_000)), "--chat", "waiting",
+                     DATABASE_URL=processes.database_url, LOG_LEVEL="WARNING")  # fmt: skip
+    assert done.code == 0, done.lines
+    gateway = await processes.start("run", "--no-compactor")
+    await gateway.wait_for("bot.ready", within=60)
+    await asyncio.sleep(2 * TICK_SECONDS)  # two of its ticks
+    assert anthropic_fake.requests("compact") == []
+    async with sessions() as s:
+        assert await s.scalar(select(func.count()).select_from(TreeNode)) == 0
+    worker = await processes.start("worker")
+
+    async def building() -> bool:
+        return bool(anthropic_fake.requests("compact"))
+
+    await eventually(building, within=60)
+    for process in (gateway, worker):
+        assert await process.terminate() == 0
