@@ -21,7 +21,7 @@ import yarl
 from aiohttp import web
 
 import memory
-from bot.client import DEFAULT_GUILD_READY_TIMEOUT, EvaBot
+from bot.client import DEFAULT_GUILD_READY_TIMEOUT, EvaBot, ShardedEvaBot
 from bot.dashboard.web import Dashboard, metrics_app, serve
 from bot.database import keep_embedded_running
 from bot.errors import CliError
@@ -55,10 +55,16 @@ def point_discord(settings: Settings) -> bool:
 
 
 def build_services(
-    settings: Settings, db: Database, *, clock: Clock | None = None, summarizer: Summarizer | None = None
+    settings: Settings,
+    db: Database,
+    *,
+    clock: Clock | None = None,
+    summarizer: Summarizer | None = None,
+    compact: bool = True,
 ) -> Services:
     """Claude client, compactor, engine and scheduler on an open database (bot, worker, tests).
-    Tests pass their own ``clock`` and ``summarizer`` (the deterministic FakeSummarizer)."""
+    Tests pass their own ``clock`` and ``summarizer`` (the deterministic FakeSummarizer);
+    ``compact`` False: the scheduler ticks without compacting (`eva run --no-compactor`)."""
     api_key = settings.anthropic_api_key.get_secret_value() if settings.anthropic_api_key else ""
     # Replies use the SDK's own retries; the summarizer derives a copy without them.
     claude = make_client(
@@ -76,7 +82,7 @@ def build_services(
         claude=claude,
         prices=prices,
         clock=clock,
-        scheduler=CompactionScheduler(engine),
+        scheduler=CompactionScheduler(engine, compact=compact),
     )
 
 
@@ -98,13 +104,23 @@ async def stop_signals() -> AsyncIterator[asyncio.Event]:
             signal.signal(signum, handler)
 
 
-async def run_bot(settings: Settings, db: Database) -> None:
-    """Run the bot until SIGTERM/SIGINT or a fatal gateway error, then close everything."""
+async def run_bot(settings: Settings, db: Database, *, compact: bool = True) -> None:
+    """Run the bot until SIGTERM/SIGINT or a fatal gateway error, then close everything.
+    ``compact`` False (`eva run --no-compactor`): `eva worker` processes build the memory; the
+    scheduler here only VACUUMs after this process's erasures."""
     repointed = point_discord(settings)
-    services = build_services(settings, db)
-    bot = EvaBot(
-        services,
-        guild_ready_timeout=REPOINTED_GUILD_READY_TIMEOUT if repointed else DEFAULT_GUILD_READY_TIMEOUT,
+    services = build_services(settings, db, compact=compact)
+    ready_timeout = REPOINTED_GUILD_READY_TIMEOUT if repointed else DEFAULT_GUILD_READY_TIMEOUT
+    shard_count, shard_ids = settings.shard_plan()
+    bot = (
+        EvaBot(services, guild_ready_timeout=ready_timeout)
+        if shard_count is None
+        else ShardedEvaBot(
+            services,
+            guild_ready_timeout=ready_timeout,
+            shard_count=shard_count,
+            shard_ids=list(shard_ids) if shard_ids is not None else None,
+        )
     )
     token = settings.discord_token.get_secret_value() if settings.discord_token else ""
     async with stop_signals() as stop:

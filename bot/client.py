@@ -1,7 +1,8 @@
 """The Discord client: a commands.Bot holding the services the composition root built.
 
-Nothing here reaches for globals: cogs read ``bot.services``. The same class works as an
-``AutoShardedBot`` (nothing depends on a single shard).
+Nothing here reaches for globals: cogs read ``bot.services``. :class:`ShardedEvaBot` is the same
+bot as an ``AutoShardedBot`` holding SHARD_IDS of SHARD_COUNT (bot/shards.py); nothing else
+depends on how many shards a process holds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from discord.ext import commands
 
 from bot.commands.tree import EvaCommandTree
 from bot.services import Services
+from bot.shards import IdentifyBuckets
 
 log = structlog.get_logger(__name__)
 
@@ -109,3 +111,20 @@ class EvaBot(commands.Bot):
                 await self.services.scheduler.stop()
             with contextlib.suppress(Exception):
                 await self.services.claude.close()
+
+
+class ShardedEvaBot(EvaBot, commands.AutoShardedBot):
+    """EvaBot on some or all shards (``shard_count``, ``shard_ids``): each shard its own
+    gateway connection, IDENTIFYs spaced by ``max_concurrency`` bucket."""
+
+    def __init__(self, services: Services, **kwargs: Any) -> None:
+        super().__init__(services, **kwargs)
+        self.identify_buckets = IdentifyBuckets()
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        buckets = self.identify_buckets
+        if buckets.max_concurrency is None:
+            limits = await self.fetch_session_start_limits()
+            buckets.max_concurrency = max(1, limits.max_concurrency)
+        waited = await buckets.wait(shard_id or 0)
+        log.info("gateway.identify", shard_id=shard_id, waited=round(waited, 1))

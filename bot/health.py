@@ -15,12 +15,13 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from bot.shards import describe_bot
 from memory import MemoryEngine
 from memory.file_limits import HEARTBEAT_BYTES, read_limited
 
@@ -36,6 +37,8 @@ class Heartbeat:
     gateway_connected: bool
     database_answered_at: float | None  # Unix time of the last successful SELECT 1
     interval: float
+    shards: str = ""  # the process's shards (bot/shards.py); "" for one connection
+    shards_down: list[int] = field(default_factory=list)  # of those, the ones not connected
 
 
 def verdict(beat: Heartbeat | None, now: float) -> str | None:
@@ -46,7 +49,8 @@ def verdict(beat: Heartbeat | None, now: float) -> str | None:
     if now - beat.written_at > limit:
         return f"the bot wrote no heartbeat for {now - beat.written_at:.0f} s: it is stuck or stopped"
     if not beat.gateway_connected:
-        return "not connected to the Discord gateway"
+        down = f"; down: {', '.join(map(str, beat.shards_down))}" if beat.shards_down else ""
+        return "not connected to the Discord gateway" + (f" ({beat.shards}{down})" if beat.shards else "")
     if beat.database_answered_at is None or now - beat.database_answered_at > limit:
         return "the database does not answer"
     return None
@@ -73,10 +77,25 @@ def write(path: Path, beat: Heartbeat) -> None:
     os.replace(temporary, path)
 
 
+def healthy_line(beat: Heartbeat | None) -> str | None:
+    """What `eva health` says when all is well: the shards of a process that holds some
+    (several processes split them); nothing for one connection."""
+    return f"connected: {beat.shards}" if beat is not None and beat.shards else None
+
+
 def gateway_connected(bot: Any) -> bool:
-    """discord.py keeps `ws` while (re)connecting; it is open only once the session is live."""
+    """discord.py keeps `ws` while (re)connecting; it is open only once the session is live.
+    A sharded bot is connected when every one of its shards is."""
+    if getattr(bot, "shards", None) is not None:
+        return bool(bot.is_ready() and not bot.is_closed() and not shards_down(bot))
     ws = getattr(bot, "ws", None)
     return bool(bot.is_ready() and not bot.is_closed() and ws is not None and ws.open)
+
+
+def shards_down(bot: Any) -> list[int]:
+    """The shards of a sharded bot whose connection is not open (none for a plain client)."""
+    shards = getattr(bot, "shards", None) or {}
+    return sorted(shard_id for shard_id, shard in shards.items() if shard.is_closed())
 
 
 async def beat_forever(bot: Any, engine: MemoryEngine, path: Path, interval: float) -> None:
@@ -87,7 +106,15 @@ async def beat_forever(bot: Any, engine: MemoryEngine, path: Path, interval: flo
     while True:
         if await engine.answers(PING_SECONDS):
             answered_at = time.time()
-        beat = Heartbeat(time.time(), gateway_connected(bot), answered_at, interval)
+        sharded = getattr(bot, "shards", None) is not None
+        beat = Heartbeat(
+            time.time(),
+            gateway_connected(bot),
+            answered_at,
+            interval,
+            shards=describe_bot(bot) if sharded else "",
+            shards_down=shards_down(bot),
+        )
         try:
             await asyncio.to_thread(write, path, beat)
         except OSError as exc:

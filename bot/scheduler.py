@@ -12,6 +12,10 @@ Each tick runs ``compactor.run(chat)`` (build what is ready, then the swap check
 After an erasure or edit in this process, a tick also VACUUMs the tables (engine.purge, at
 most once per PURGE_SECONDS), so erased words leave the table files within about a minute.
 
+`eva run --no-compactor` ticks without compacting (``compact=False``): `eva worker` processes
+build the memory, and the gateway's ticks still VACUUM after its own erasures, which only the
+process that erased knows of.
+
 The job is coalesced with one instance, and a tick still running when the next one is due is
 simply not started twice. Tests call :meth:`step` to run exactly one tick, without waiting.
 Several processes may tick at once: the compactor's per-chat advisory lock lets one build.
@@ -62,10 +66,11 @@ class CompactionScheduler:
         interval: float = TICK_SECONDS,
         sweep_every: float = SWEEP_SECONDS,
         chats_at_once: int = CHATS_AT_ONCE,
+        compact: bool = True,
     ) -> None:
         if engine.compactor is None:
             raise ValueError("the scheduler needs an engine built with a compactor")
-        self.engine, self.compactor = engine, engine.compactor
+        self.engine, self.compactor, self.compact = engine, engine.compactor, compact
         self._next_purge = 0.0  # monotonic time
         self.interval, self.sweep_every = interval, sweep_every
         self._slots = asyncio.Semaphore(chats_at_once)
@@ -115,6 +120,9 @@ class CompactionScheduler:
         report = TickReport()
         started = datetime.now(UTC)
         dirty, self._dirty = self._dirty, set()
+        if not self.compact:
+            await self._purge()
+            return report
         try:
             chats = await self._chats_to_visit(dirty)
         except Exception as exc:  # the database is down: try again next tick

@@ -13,6 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.settings_checks import database_url_problem
+from bot.shards import parse_shard_ids
 from memory import MemoryConfig
 from memory.pricing import ModelPrice, PriceTable, default_prices
 
@@ -115,6 +116,13 @@ class Settings(BaseSettings):
     monthly_budget_usd: float | None = None  # host-wide, every server and DM together; unset = none
     dm_budget_share: float = 0.25  # of MONTHLY_BUDGET_USD, what all DMs together may spend
     dm_daily_reply_cap: int = 20  # replies per person per day in DMs; 0 = no cap
+    # --- several gateway processes (bot/shards.py): this process's shards of SHARD_COUNT
+    shard_count: int | None = None  # unset: one connection for every guild (up to 2,500 guilds)
+    shard_ids: str | None = None  # e.g. "0-3" or "0,2"; unset with SHARD_COUNT: all of them
+
+    def shard_plan(self) -> tuple[int | None, tuple[int, ...] | None]:
+        """(SHARD_COUNT, SHARD_IDS parsed); call after :meth:`problems` found none."""
+        return self.shard_count, parse_shard_ids(self.shard_ids) if self.shard_ids else None
 
     @field_validator("timezone")
     @classmethod
@@ -195,9 +203,28 @@ class Settings(BaseSettings):
             out.append("DASHBOARD_PUBLIC_URL must start with https:// (or http://)")
         if self.dm_daily_reply_cap < 0:
             out.append("DM_DAILY_REPLY_CAP cannot be negative")
+        out.extend(self.shard_problems())
         if not 0 < self.image_max_bytes <= IMAGE_BYTES_CAP:
             out.append(f"IMAGE_MAX_BYTES must be above 0 and at most {IMAGE_BYTES_CAP} (5 MB in base64)")
         return out
+
+    def shard_problems(self) -> list[str]:
+        if self.shard_count is not None and self.shard_count < 1:
+            return ["SHARD_COUNT must be at least 1"]
+        if not self.shard_ids:
+            return []
+        if self.shard_count is None:
+            return ["SHARD_IDS needs SHARD_COUNT (the shards of how many?)"]
+        try:
+            ids = parse_shard_ids(self.shard_ids)
+        except ValueError as exc:
+            return [f"SHARD_IDS: {exc}"]
+        if ids[-1] >= self.shard_count:
+            top = self.shard_count - 1
+            return [
+                f"SHARD_IDS goes up to {ids[-1]}, but SHARD_COUNT={self.shard_count} has shards 0 to {top}"
+            ]
+        return []
 
     # --- the reply turn's files and streaming (docs/design.md, the reply turn)
     stream_replies: bool = True  # show the reply growing, edited at most every 1.5 s

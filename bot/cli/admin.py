@@ -25,16 +25,18 @@ async def cmd_migrate(_args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def cmd_run(_args: argparse.Namespace, settings: Settings) -> int:
+async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     persona = persona_problem(settings.persona_file)
     if persona is not None:  # before the database and Discord: nothing to undo
         raise CliError(persona)
+    for problem in settings.shard_problems():  # before the database and Discord, as the persona
+        raise CliError(problem)
     async with open_database(settings) as db:
         await migrate.upgrade(db.engine)
         missing = settings.missing_for_run()
         if missing:
             raise CliError(f"missing required settings: {', '.join(missing)} (see .env.example)")
-        await run_bot(settings, db)
+        await run_bot(settings, db, compact=not args.no_compactor)
     return 0
 
 
@@ -67,13 +69,18 @@ async def cmd_doctor(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_health(_args: argparse.Namespace, settings: Settings) -> int:
-    """Silent and 0 when healthy; one line and 1 otherwise (Docker shows it in `docker inspect`)."""
+    """0 when healthy (silent, or the process's shards when it holds some); one line and 1
+    otherwise (Docker shows it in `docker inspect`)."""
     if settings.health_file is None:
         raise CliError("HEALTH_FILE is not set: `eva run` writes no heartbeat to check")
-    problem = health.verdict(health.read(settings.health_file), time.time())
+    beat = health.read(settings.health_file)
+    problem = health.verdict(beat, time.time())
     if problem is not None:
         print(problem)
         return 1
+    healthy = health.healthy_line(beat)
+    if healthy is not None:
+        print(healthy)
     return 0
 
 

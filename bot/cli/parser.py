@@ -39,7 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _admin(subs: Any) -> None:
-    subs.add_parser("run", help="migrate the database, then run the bot")
+    p = subs.add_parser("run", help="migrate the database, then run the bot")
+    p.add_argument(
+        "--no-compactor",
+        action="store_true",
+        help="the gateway only: `eva worker` processes build the memory (a deployment of several processes)",
+    )
     subs.add_parser("migrate", help="apply database migrations")
     subs.add_parser("doctor", help="check settings, Discord, Anthropic, the database and its migrations")
     subs.add_parser("worker", help="run only the background compactor (no Discord connection)")

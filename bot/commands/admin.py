@@ -29,6 +29,7 @@ from bot.commands.tree import ManagersCog, answer, interaction_ids
 from bot.commands.ui import ConfirmView, address_choices, ask_to_confirm
 from bot.gateway.erasure_order import wipe_moment
 from bot.gateway.running import ingest_of
+from bot.shards import describe_bot, served_shards
 from memory import ChatInfo
 from memory.errors import UserFacingError
 
@@ -91,7 +92,10 @@ class MemoryAdmin(ManagersCog):
     @app_commands.describe(channel="Which channel (default: this one)")
     async def status(self, interaction: discord.Interaction, channel: ChannelOption | None = None) -> None:
         target = await self._target(interaction, channel)
-        await send_paged(interaction, await memory_status(self.services, target.chat.id, target.label))
+        shards = describe_bot(self.bot) if served_shards(self.bot) is not None else None
+        await send_paged(
+            interaction, await memory_status(self.services, target.chat.id, target.label, shards)
+        )
 
     @memory.command(name="view", description="The memory exactly as the model reads it, as a file")
     @app_commands.describe(channel="Which channel (default: this one)")

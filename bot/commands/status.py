@@ -62,11 +62,13 @@ def format_reconciled(state: ReconcileState) -> str:
     return f"Reconciled with Discord: recent messages {_when(state.recent_at)}; {walk}"
 
 
-async def memory_status(services: Services, chat_id: int, label: str) -> str:
+async def memory_status(services: Services, chat_id: int, label: str, shards: str | None = None) -> str:
+    """``shards``: the shards of the process answering (bot/shards.py), when it holds some."""
     now = services.clock.now()
     stats = await services.engine.chat_stats(chat_id, now)
     reconciled = await services.engine.reconcile_state(chat_id)
-    return format_status(label, stats, now) + "\n" + format_reconciled(reconciled)
+    served = f"\nServed by the process holding {shards}." if shards else ""
+    return format_status(label, stats, now) + "\n" + format_reconciled(reconciled) + served
 
 
 def format_node(detail: NodeDetail) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 import discord
 
 from bot.services import services_of
+from bot.shards import holds_dms
 from memory import ChatInfo, ChatKey, MemoryEngine, NewMessage, Rendered
 
 # Guild channels whose messages are a conversation. Voice and stage channels have a text chat
@@ -109,6 +110,9 @@ def channel_for_chat(bot: discord.Client, info: ChatInfo) -> Any:
     if channel is not None:
         return channel
     if info.kind == "dm":
+        # DMs arrive on shard 0: the process that holds it reads their history, no other.
+        if not holds_dms(bot):
+            return None
         return bot.get_partial_messageable(info.discord_id, type=discord.ChannelType.private)
     guild = bot.get_guild(info.guild_id) if info.guild_id is not None else None
     if info.kind == "thread" or guild is None or guild.unavailable:

@@ -19,6 +19,7 @@ from bot.gateway.reconcile import absent_guilds
 from bot.gateway.running import INGEST_COG
 from bot.gateway.walk import Reconciler
 from bot.services import services_of
+from bot.shards import describe_bot, owns_guild
 
 log = structlog.get_logger(__name__)
 
@@ -88,12 +89,14 @@ class IngestCog(commands.Cog, name=INGEST_COG):
 
     async def _forget_absent_guilds(self) -> int:
         """At READY: guilds that removed the bot while it was away (no GUILD_DELETE reached it).
-        discord.py rebuilds its guild cache from READY, which lists unavailable guilds too."""
+        discord.py rebuilds its guild cache from READY, which lists unavailable guilds too.
+        Judged for this process's shards only: another process's guilds are in no READY here."""
         services = self.ingest.services
 
         try:
             logged = await self.ingest.retrying(services.engine.live_guild_ids)
-            gone = absent_guilds(logged, (g.id for g in self.bot.guilds))
+            mine = {guild_id for guild_id in logged if owns_guild(self.bot, guild_id)}
+            gone = absent_guilds(mine, (g.id for g in self.bot.guilds))
         except Exception as exc:  # never keep the gate shut over this: the next READY tries again
             log.error("ingest.guild_check_failed", error=type(exc).__name__)
             return 0
@@ -124,6 +127,7 @@ class IngestCog(commands.Cog, name=INGEST_COG):
             user_id=me.id if me else None,
             application_id=self.bot.application_id,
             guilds=len(self.bot.guilds),
+            shards=describe_bot(self.bot),
             backfill_channels=channels,
             guilds_forgotten=gone,
         )

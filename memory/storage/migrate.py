@@ -41,11 +41,17 @@ def _run(connection: Connection, action: str, target: str) -> None:
 # A migration may build an index over every message (minutes on a big log): the sessions'
 # statement timeout (memory/storage/database.py) is lifted for its transaction only.
 _NO_STATEMENT_TIMEOUT = text("SET LOCAL statement_timeout = 0")
+# Several `eva run` processes start together (the compose profile `scale`): one migrates, the
+# others wait for it and then find the schema at head. Without it the second CREATE TABLE
+# fails on the first's name. A one-number key: the compactor's locks use the two-number space.
+MIGRATION_LOCK = 0x6576615F6D6967  # "eva_mig"
+_TAKE_MIGRATION_LOCK = text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
 
 
 async def upgrade(engine: AsyncEngine, target: str = "head") -> None:
     async with engine.begin() as conn:
         await conn.execute(_NO_STATEMENT_TIMEOUT)
+        await conn.execute(_TAKE_MIGRATION_LOCK)
         await conn.run_sync(_run, "upgrade", target)
 
 

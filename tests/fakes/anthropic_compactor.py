@@ -185,6 +185,17 @@ def _retry_steps(last_user_text: str, many: bool) -> list[int] | None:
     return None
 
 
+def first_try_tasks(body: Mapping[str, Any]) -> list[ParsedTask]:
+    """The tasks a compaction call asks for the first time (none for a "Too long" retry, which
+    asks again for steps of an earlier call): one per node built, so a test counts builds."""
+    texts = _user_texts(body)
+    for text in texts:
+        tasks, many = parse_tasks(text)
+        if tasks:
+            return tasks if len(texts) == 1 or _retry_steps(texts[-1], many) is None else []
+    return []
+
+
 class Compactor:
     """Answers compaction calls deterministically; ``overshoot_rate`` in [0, 1] applies to first tries."""
 

@@ -77,6 +77,17 @@ class SnowflakeFactory:
         self._issued.add(candidate)
         return candidate
 
+    def on_shard(self, shard_id: int, shard_count: int) -> int:
+        """The next id whose guild would be on ``shard_id`` of ``shard_count``: Discord's rule is
+        ``(guild_id >> 22) % shard_count``, so the timestamp moves on by at most
+        ``shard_count - 1`` milliseconds."""
+        candidate = self.next()
+        while (candidate >> TIMESTAMP_SHIFT) % shard_count != shard_id:
+            candidate = ((candidate >> TIMESTAMP_SHIFT) + 1) << TIMESTAMP_SHIFT
+        self._last = candidate
+        self._issued.add(candidate)
+        return candidate
+
     def at(self, when: datetime) -> int:
         """An id whose timestamp is `when` (for seeding history in the past)."""
         base = (int(when.timestamp() * 1000) - DISCORD_EPOCH_MS) << TIMESTAMP_SHIFT

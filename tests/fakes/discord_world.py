@@ -183,8 +183,11 @@ class FakeWorld:
         self.users[user.id] = user
         return user
 
-    def add_guild(self, name: str, *, owner_id: int | None = None) -> FakeGuild:
-        guild_id = self.snowflakes.next()
+    def add_guild(
+        self, name: str, *, owner_id: int | None = None, shard: tuple[int, int] | None = None
+    ) -> FakeGuild:
+        """``shard``: (shard id, shard count) the guild's events go to; any when None."""
+        guild_id = self.snowflakes.on_shard(*shard) if shard is not None else self.snowflakes.next()
         guild = FakeGuild(id=guild_id, name=name, owner_id=owner_id or self.bot.id)
         guild.roles[guild_id] = FakeRole(
             id=guild_id, name="@everyone", permissions=DEFAULT_EVERYONE_PERMISSIONS

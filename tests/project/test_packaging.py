@@ -196,8 +196,22 @@ def test_compose_file_wires_bot_to_a_healthy_postgres() -> None:
     assert re.search(r"DATABASE_URL: postgresql://\S+@db:5432/", text)
     assert "env_file: .env" in text and "DATA_DIR: /data" in text
     assert "- botdata:/data" in text and "- pgdata:/var/lib/postgresql\n" in text
-    assert text.count("restart: unless-stopped") == 2
+    # db, bot, and the profile `scale`'s first gateway and first worker (the second of each
+    # inherits it with a YAML merge key).
+    assert text.count("restart: unless-stopped") == 4
     assert re.search(r"^volumes:\n  pgdata:\n  botdata:\n", text, re.M)
+
+
+def test_compose_profile_scale_splits_the_shards_and_builds_apart() -> None:
+    text = (REPO / "docker-compose.yml").read_text()
+    assert text.count('profiles: ["scale"]') == 2  # gateway-a and worker-a; -b merge them
+    assert re.search(r"^  gateway-a: &gateway\n", text, re.M) and re.search(
+        r"^  gateway-b:\n    <<: \*gateway\n", text, re.M
+    )
+    assert 'command: ["run", "--no-compactor"]' in text and 'command: ["worker"]' in text
+    assert 'SHARD_COUNT: "4"' in text and 'SHARD_IDS: "0-1"' in text and 'SHARD_IDS: "2-3"' in text
+    readme = (REPO / "README.md").read_text()
+    assert "docker compose --profile scale up -d --scale bot=0" in readme
 
 
 def test_compose_file_validates_with_docker_compose(tmp_path: Path) -> None:
@@ -215,6 +229,17 @@ def test_compose_file_validates_with_docker_compose(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "condition: service_healthy" in done.stdout
     assert "DATABASE_URL: postgresql://eva:eva@db:5432/eva" in done.stdout
+    scale = subprocess.run(
+        [binary, "-f", str(tmp_path / "docker-compose.yml"), "--profile", "scale", "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert scale.returncode == 0, scale.stderr
+    services = re.findall(r"^  ([a-z-]+):$", scale.stdout.split("\nvolumes:")[0], re.M)
+    assert sorted(services) == ["bot", "db", "gateway-a", "gateway-b", "worker-a", "worker-b"]
+    assert re.findall(r"SHARD_IDS: '?([0-9-]+)'?", scale.stdout) == ["0-1", "2-3"]
+    assert scale.stdout.count("- --no-compactor") == 2 and scale.stdout.count("- worker") == 2
 
 
 def env_example_lines() -> list[tuple[bool, str, str]]:
@@ -294,14 +319,16 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_compose_rotates_both_services_logs_and_documents_the_persona_mount(tmp_path: Path) -> None:
     text = (REPO / "docker-compose.yml").read_text()
     services = re.split(
-        r"^  (?=\w+:\n)", text.split("\nservices:\n", 1)[1].split("\nvolumes:\n", 1)[0], flags=re.M
+        r"^  (?=[\w-]+:[ \n])", text.split("\nservices:\n", 1)[1].split("\nvolumes:\n", 1)[0], flags=re.M
     )
     blocks = {block.split(":", 1)[0]: block for block in services if block.strip()}
-    assert set(blocks) == {"db", "bot"}
-    for name, block in blocks.items():
+    assert set(blocks) == {"db", "bot", "gateway-a", "gateway-b", "worker-a", "worker-b"}
+    for name in ("db", "bot", "gateway-a"):  # the other three take theirs from a YAML anchor
         assert re.search(
-            r'logging:\n\s+driver: json-file\n\s+options:\n\s+max-size: "\d+m"\n\s+max-file: "\d+"', block
+            r'logging:( &[\w-]+)?\n\s+driver: json-file\n\s+options:\n\s+max-size: "\d+m"\n\s+max-file: "\d+"',
+            blocks[name],
         ), name
+    assert "logging: *scale-logging" in blocks["worker-a"] and "<<: *gateway" in blocks["gateway-b"]
     assert (
         "# - ./persona.md:/config/persona.md:ro" in blocks["bot"]
         and "PERSONA_FILE=/config/persona.md" in blocks["bot"]
@@ -319,4 +346,5 @@ def test_compose_rotates_both_services_logs_and_documents_the_persona_mount(tmp_
     done = subprocess.run([binary, "-f", str(tmp_path / "docker-compose.yml"), "config"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("driver: json-file") == 2 and done.stdout.count("max-file: '5'") == 2
+    # docker-compose 1.29 prints every service, of any profile: all six rotate their logs.
+    assert done.stdout.count("driver: json-file") == 6 and done.stdout.count("max-file: '5'") == 6

@@ -69,13 +69,15 @@ class EvaProcess:
             self.proc.kill()
 
 
-async def start_eva(cwd: Path, environment: dict[str, str], command: str = "run") -> EvaProcess:
-    """`python -m bot.cli COMMAND` with JSON logs; LOG_LEVEL as ``environment`` says (INFO by
-    default)."""
+async def start_eva(
+    cwd: Path, environment: dict[str, str], command: str = "run", arguments: tuple[str, ...] = ()
+) -> EvaProcess:
+    """`python -m bot.cli COMMAND ARGUMENTS...` with JSON logs; LOG_LEVEL as ``environment`` says
+    (INFO by default)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "DISCORD_", "ANTHROPIC_"))}
     env.update({"LOG_FORMAT": "json", "LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO), **environment})
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", command, cwd=cwd, env=env, stderr=asyncio.subprocess.PIPE
+        sys.executable, "-m", "bot.cli", command, *arguments, cwd=cwd, env=env, stderr=asyncio.subprocess.PIPE
     )
     return EvaProcess(proc)
 
@@ -163,9 +165,10 @@ class ProcessWorld:
             "DATABASE_URL": self.database_url,
         }
 
-    async def start(self, command: str = "run", **settings: str) -> EvaProcess:
-        """`eva COMMAND` on the fakes and the test database; killed at the test's end if still running."""
-        process = await start_eva(self.workdir, {**self.environment, **settings}, command)
+    async def start(self, command: str = "run", *arguments: str, **settings: str) -> EvaProcess:
+        """`eva COMMAND ARGUMENTS...` on the fakes and the test database; killed at the test's end
+        if still running."""
+        process = await start_eva(self.workdir, {**self.environment, **settings}, command, arguments)
         self.started.append(process)
         return process
 
