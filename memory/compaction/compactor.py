@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memory.clock import Clock
 from memory.compaction.call_plan import ContextGroup, plan_calls
+from memory.compaction.call_store import CallStore, CallWrite, node_writes
 from memory.compaction.cards import CardBuilder
+from memory.compaction.chat_hold import ChatHold, hold_chat
 from memory.compaction.node_cache import NodeCache
 from memory.compaction.planner import PlannedTask, needs_pass, plan_chat
 from memory.compaction.summarizer import (
@@ -43,17 +45,12 @@ from memory.compaction.summarizer import (
     SummaryBatch,
 )
 from memory.config import MemoryConfig
-from memory.policy.ledger import record_usage
 from memory.pricing import PriceTable
 from memory.storage.models import Chat, MemoryRow
-from memory.storage.tree_nodes import NodeRecord, NodeWrite, insert_nodes
+from memory.storage.tree_nodes import NodeRecord, NodeWrite
 from memory.tree.node import Node, address
 
 log = structlog.get_logger(__name__)
-
-# Advisory-lock namespace ("EVAC"), so our locks never collide with another app's.
-LOCK_NAMESPACE = 0x45564143
-
 
 RECENT_ERRORS = 200  # the compactor's last failures, by kind, for the dashboard's compactor page
 
@@ -105,6 +102,8 @@ class Compactor:
         self._alone: set[tuple[int, Node]] = set()  # failed inside a multi-task call
         # chat -> (version, sticky contexts by tier): kept between plans of one pass
         self._contexts: dict[int, tuple[int, dict[int, tuple[str, ...]]]] = {}
+        self._holds: dict[int, ChatHold] = {}  # chats this process is running a pass on
+        self._stores: dict[int, CallStore] = {}
         self.paused_until: datetime | None = None  # rate limited: no call before this
         self.failures: deque[CompactorFailure] = deque(maxlen=RECENT_ERRORS)
         # The compactor's model writes the people cards too, when it can (every summarizer of
@@ -125,19 +124,15 @@ class Compactor:
             log.warning("compactor.paused", reason=reason, seconds=round(wait, 1))
 
     @asynccontextmanager
-    async def _chat_lock(self, chat_id: int) -> AsyncIterator[bool]:
-        """Session-level advisory lock on a connection of its own, held for the pass."""
-        engine = self.sessions.kw["bind"]
-        async with engine.connect() as conn:
-            params = {"ns": LOCK_NAMESPACE, "chat": chat_id}
-            got = bool(await conn.scalar(text("SELECT pg_try_advisory_lock(:ns, :chat)"), params))
-            await conn.commit()  # the lock is session-level: it outlives this transaction
-            try:
-                yield got
-            finally:
-                if got:
-                    await conn.execute(text("SELECT pg_advisory_unlock(:ns, :chat)"), params)
-                    await conn.commit()
+    async def _transaction(self, chat_id: int) -> AsyncIterator[AsyncSession]:
+        """A session in a transaction: on the pass's write connection while one is held."""
+        hold = self._holds.get(chat_id)
+        if hold is not None:
+            async with hold.transaction() as session:
+                yield session
+            return
+        async with self.sessions() as session, session.begin():
+            yield session
 
     def _blocked(self, chat_id: int, now: datetime) -> set[Node]:
         return {node for (chat, node), at in self._retry_at.items() if chat == chat_id and at > now}
@@ -146,9 +141,11 @@ class Compactor:
         self, chat_id: int, busy: set[Node], force_swap: bool
     ) -> tuple[list[PlannedTask], bool, int, PassReport]:
         report = PassReport()
-        async with self.sessions() as session, session.begin():
-            tz = await session.scalar(select(Chat.timezone).where(Chat.id == chat_id)) or "UTC"
-            cache = self._caches.setdefault(chat_id, NodeCache(chat_id, tz))
+        async with self._transaction(chat_id) as session:
+            cache = self._caches.get(chat_id)
+            if cache is None:  # the zone is the one the cache was made with, as before
+                tz = await session.scalar(select(Chat.timezone).where(Chat.id == chat_id)) or "UTC"
+                cache = self._caches[chat_id] = NodeCache(chat_id, tz)
             now = self.clock.now()
             plan = await plan_chat(
                 session,
@@ -171,32 +168,42 @@ class Compactor:
             async with self.sessions() as session:
                 if not await needs_pass(session, self.cfg, chat_id, self.clock.now()):
                     return total
-        async with self._chat_lock(chat_id) as got:
-            if not got:
+        async with hold_chat(self.sessions.kw["bind"], chat_id) as hold:
+            if hold is None:
                 total.skipped = True
                 return total
             if chat_id in self._caches:
                 self._caches[chat_id].begin_hold()
-            while True:
-                tasks, waiting, version, report = await self._plan(chat_id, set(), force_swap)
-                total.free_nodes += report.free_nodes
-                total.swaps += report.swaps
-                total.forced_swaps += report.forced_swaps
-                total.batches += report.batches
-                if tasks and self.paused():
-                    waiting = True  # rate limited: the free work is done, the calls wait
-                elif tasks:
-                    await self._run_tasks(chat_id, tasks, version, total)
-                    continue
-                if waiting and until_idle:
-                    await self._wait_for_retry(chat_id)
-                    continue
-                if waiting:
-                    self._waiting.add(chat_id)
-                else:
-                    self._waiting.discard(chat_id)
-                    await self._build_cards(chat_id, total)
-                return total
+            self._holds[chat_id] = hold
+            try:
+                return await self._passes(chat_id, until_idle, force_swap, total)
+            finally:
+                del self._holds[chat_id]
+
+    async def _passes(
+        self, chat_id: int, until_idle: bool, force_swap: bool, total: PassReport
+    ) -> PassReport:
+        """Plan and run passes while the chat is held, until nothing is left to start now."""
+        while True:
+            tasks, waiting, version, report = await self._plan(chat_id, set(), force_swap)
+            total.free_nodes += report.free_nodes
+            total.swaps += report.swaps
+            total.forced_swaps += report.forced_swaps
+            total.batches += report.batches
+            if tasks and self.paused():
+                waiting = True  # rate limited: the free work is done, the calls wait
+            elif tasks:
+                await self._run_tasks(chat_id, tasks, version, total)
+                continue
+            if waiting and until_idle:
+                await self._wait_for_retry(chat_id)
+                continue
+            if waiting:
+                self._waiting.add(chat_id)
+            else:
+                self._waiting.discard(chat_id)
+                await self._build_cards(chat_id, total)
+            return total
 
     async def _build_cards(self, chat_id: int, report: PassReport) -> None:
         """The chat's people cards when they are due and the chat is quiet (memory/compaction/cards.py)."""
@@ -250,6 +257,9 @@ class Compactor:
         await asyncio.gather(*(self._call(chat_id, group.context, call, version, report) for call in rest))
 
     async def _current_version(self, chat_id: int) -> int | None:
+        hold = self._holds.get(chat_id)
+        if hold is not None:
+            return await hold.version()
         async with self.sessions() as session:
             return await session.scalar(select(MemoryRow.version).where(MemoryRow.chat_id == chat_id))
 
@@ -266,9 +276,12 @@ class Compactor:
         batch = await self._summarize(chat_id, context, group, version, report)
         if batch is None:
             return
-        writes = _node_writes(self._answered(chat_id, group, batch, report), batch)
-        inserted = await self._store(chat_id, writes, batch, version, report)
+        writes = node_writes(self._answered(chat_id, group, batch, report), batch)
+        store = self._stores.setdefault(chat_id, CallStore(chat_id, self.prices))
+        call = CallWrite(writes, batch.usage, version)
+        inserted = await store.store(lambda: self._transaction(chat_id), call)
         if inserted is None:
+            report.discarded += len(writes)
             return
         report.model_nodes += inserted  # after the await: concurrent calls share the report
         self._built(chat_id, writes, version)
@@ -324,30 +337,6 @@ class Compactor:
             self._alone.update((chat_id, node) for node in empty)
         return done
 
-    async def _store(
-        self, chat_id: int, writes: list[NodeWrite], batch: SummaryBatch, version: int, report: PassReport
-    ) -> int | None:
-        """The call's usage in the ledger and its nodes in the tree, in one transaction; the
-        nodes inserted, or None when the row moved meanwhile (the usage is recorded all the same)."""
-        async with self.sessions() as session, session.begin():
-            current = await session.scalar(
-                select(MemoryRow.version).where(MemoryRow.chat_id == chat_id).with_for_update(read=True)
-            )
-            guild_id = await session.scalar(select(Chat.guild_id).where(Chat.id == chat_id))
-            await record_usage(
-                session,
-                chat_id=chat_id,
-                guild_id=guild_id,
-                kind="compact",
-                model=batch.usage.model or "unknown",
-                usage=batch.usage.as_usage(),
-                prices=self.prices,
-            )
-            if current != version:
-                report.discarded += len(writes)
-                return None
-            return await insert_nodes(session, chat_id, writes)
-
     def _built(self, chat_id: int, writes: Sequence[NodeWrite], version: int) -> None:
         """The written nodes are done: no retry is pending or reported for them, and this
         chat's node cache learns them while its version still holds."""
@@ -386,24 +375,3 @@ class Compactor:
                 work = work | MemoryRow.cards_due  # people cards waiting for a quiet chat
             rows = await session.scalars(select(MemoryRow.chat_id).where(work))
             return list(rows.all())
-
-
-def _node_writes(done: Sequence[tuple[PlannedTask, str, int]], batch: SummaryBatch) -> list[NodeWrite]:
-    """Each answered task as a model-built node, the call's tokens shared evenly among them."""
-    share = max(1, len(done))
-    return [
-        NodeWrite(
-            t.node,
-            line,
-            t.first_at,
-            t.last_at,
-            by_model=True,
-            model=batch.usage.model or None,
-            tries=tries,
-            input_tokens=batch.usage.input_tokens // share,
-            output_tokens=batch.usage.output_tokens // share,
-            cache_write_tokens=batch.usage.cache_write_5m_tokens // share,
-            cache_read_tokens=batch.usage.cache_read_tokens // share,
-        )
-        for t, line, tries in done
-    ]

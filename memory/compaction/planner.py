@@ -209,7 +209,7 @@ class ChatPlanner:
             if unseen:
                 await self.cache.load(self.s, unseen + [k for n in unseen for k in children(n)])
                 continue
-            await self.cache.load_row(self.s, armed)
+            await self.cache.unbuilt_parts(self.s, armed)  # loads the merges' lines before
             for needed in result.needed:
                 self.merge(row, needed, plan, armed)
             await self._flush()
@@ -344,11 +344,10 @@ async def _staged_leaves_built(planner: ChatPlanner, state: MemoryRow, plan: Pla
     """Build the staged row's unbuilt leaves (free ones now, the rest as tasks); its parts when
     every one is built, else None. A missing parent is the repair's work."""
     cache, staged = planner.cache, planner.staged or []
-    await cache.load_row(planner.s, staged)
-    unbuilt = [p for p in staged if cache.get(p) is None]
+    unbuilt = await cache.unbuilt_parts(planner.s, staged)
     if unbuilt and all(p[0] == 0 for p in unbuilt):
         await planner.leaves(staged, unbuilt, plan)
-        unbuilt = [p for p in staged if cache.get(p) is None]
+        unbuilt = await cache.unbuilt_parts(planner.s, staged)
     return None if unbuilt else staged
 
 

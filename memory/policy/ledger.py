@@ -40,6 +40,25 @@ async def record_usage(
 
     The caller commits. An unknown model is recorded at cost 0, so it shows up in stats.
     """
+    cost = add_usage(
+        session, chat_id=chat_id, guild_id=guild_id, kind=kind, model=model, usage=usage, prices=prices
+    )
+    await session.flush()
+    return cost
+
+
+def add_usage(
+    session: AsyncSession,
+    *,
+    chat_id: int | None,
+    guild_id: int | None,
+    kind: UsageKind,
+    model: str,
+    usage: Usage,
+    prices: PriceTable,
+) -> Decimal:
+    """record_usage without the flush: the row goes with the session's next flush or commit
+    (the compactor adds the rows of several calls, then writes them in one statement)."""
     cost = prices.cost(model, usage).quantize(COST_QUANTUM, rounding=ROUND_HALF_UP)
     session.add(
         UsageEntry(
@@ -55,7 +74,6 @@ async def record_usage(
             cost_usd=cost,
         )
     )
-    await session.flush()
     return cost
 
 

@@ -70,7 +70,13 @@ async def fetch(session: AsyncSession, chat_id: int, nodes: Iterable[Node]) -> d
 
 
 async def insert_nodes(session: AsyncSession, chat_id: int, writes: Iterable[NodeWrite]) -> int:
-    """Insert; a node that already exists is left alone (a duplicate build is a no-op)."""
+    """Insert; a node that already exists is left alone (a duplicate build is a no-op). How
+    many were inserted."""
+    return len(await insert_new_nodes(session, chat_id, writes))
+
+
+async def insert_new_nodes(session: AsyncSession, chat_id: int, writes: Iterable[NodeWrite]) -> set[Node]:
+    """insert_nodes, returning the nodes it inserted (those that did not exist yet)."""
     values = [
         {
             "chat_id": chat_id,
@@ -91,12 +97,13 @@ async def insert_nodes(session: AsyncSession, chat_id: int, writes: Iterable[Nod
         for w in writes
     ]
     if not values:
-        return 0
+        return set()
     # executemany with RETURNING: SQLAlchemy batches the rows into multi-row INSERTs
     # ("insertmanyvalues") within asyncpg's bind-parameter limit.
     table = TreeNode.metadata.tables[TreeNode.__tablename__]
-    result = await session.execute(insert(table).on_conflict_do_nothing().returning(table.c.idx), values)
-    return len(result.all())
+    statement = insert(table).on_conflict_do_nothing().returning(table.c.level, table.c.idx)
+    result = await session.execute(statement, values)
+    return {(int(level), int(idx)) for level, idx in result.all()}
 
 
 async def delete_covering(session: AsyncSession, chat_id: int, indexes: Iterable[int], max_level: int) -> int:
