@@ -1,5 +1,5 @@
 """A confirmation button pressed twice: the second press is answered privately, never left to
-fail (issue 26).
+fail.
 
 The second press comes from a client that still shows the buttons (a double click, or a slow
 connection while the erasure runs): SimCord runs one operation at a time and its ``click`` reads

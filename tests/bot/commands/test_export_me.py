@@ -1,4 +1,4 @@
-"""/export-me (issue 26): a private file of exactly the person's own kept messages, with their
+"""/export-me: a private file of exactly the person's own kept messages, with their
 chat, date and text; nobody else's words, nothing erased, nothing of another scope; at most once
 an hour per person, kept in the database."""
 

@@ -1,4 +1,4 @@
-"""Join-in channels (issue 26): in a channel listed with /settings join-in, Eva answers a
+"""Join-in channels: in a channel listed with /settings join-in, Eva answers a
 message nobody addressed to her when the check (one call to COMPACT_MODEL over the newest
 lines) says yes; quiet otherwise; one unprompted reply per channel per JOIN_IN_COOLDOWN, kept
 in the database; never to an opted-out person, never in a channel not listed; the check is paid

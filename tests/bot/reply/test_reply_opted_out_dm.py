@@ -1,5 +1,5 @@
 """A person who opted out of DM memory and writes to Eva in a DM is answered, without memory,
-as a server answers them, and neither their message nor the reply is logged (issue 26)."""
+as a server answers them, and neither their message nor the reply is logged."""
 
 from __future__ import annotations
 
