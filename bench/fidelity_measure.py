@@ -132,7 +132,7 @@ def words_only(text: str) -> str:
     return "\n".join(_HEADS.sub("", line) for line in text.splitlines())
 
 
-def _rank(found: list[int], index: int) -> int | None:
+def rank_of(found: list[int], index: int) -> int | None:
     return found.index(index) + 1 if index in found else None
 
 
@@ -265,8 +265,8 @@ class FidelityHooks:
             probe,
             reachable,
             steps if reachable else None,
-            _rank(found, probe.planted),
-            _rank(self.bm25.rank(words), probe.planted),
+            rank_of(found, probe.planted),
+            rank_of(self.bm25.rank(words), probe.planted),
         )
         if probe.kind == "erased":
             _, by_value = await recall_indexes(memory, chat, probe.expected, limit=20)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fidelity import read_slice
-from bench.fidelity_measure import HIT_RANKS, recall_indexes, words_only
+from bench.fidelity_measure import HIT_RANKS, rank_of, recall_indexes, words_only
 from bench.fidelity_plant import KINDS, Planted, Probe, contains, plant
 from bench.fidelity_search import Bm25, query_words
 from bench.logs import configure_logging
@@ -38,10 +38,6 @@ from memory import (
     migrate,
 )
 from memory.clock import SimulatedClock
-
-
-def _rank(found: list[int], index: int) -> int | None:
-    return found.index(index) + 1 if index in found else None
 
 
 async def measure(planted: Planted, url: str) -> dict[str, Any]:
@@ -73,7 +69,7 @@ async def measure(planted: Planted, url: str) -> dict[str, Any]:
                 words = query_words(probe.question)
                 found, text = await recall_indexes(memory, chat, " ".join(words))
                 ranks[probe.kind].append(
-                    (_rank(found, probe.planted), _rank(bm25.rank(words), probe.planted))
+                    (rank_of(found, probe.planted), rank_of(bm25.rank(words), probe.planted))
                 )
                 if probe.kind == "erased":
                     _, by_value = await recall_indexes(memory, chat, probe.expected, limit=20)
