@@ -143,9 +143,6 @@ class GuildSettingsStore:
             return await settings_audit.recent(s, guild_id)
 
     # --- spending (USD at list price)
-    async def guild_spent(self, guild_id: int, now: datetime, timezone: str) -> Decimal:
-        return await self._spent(UsageEntry.guild_id == guild_id, since=month_start(now, timezone))
-
     async def host_spent(self, now: datetime, timezone: str) -> Decimal:
         return await self._spent(since=month_start(now, timezone))
 

@@ -81,11 +81,11 @@ async def test_spending_this_month_by_server_dms_and_host(sessions: async_sessio
     await spend(sessions, "9.00", guild_id=GUILD, at=datetime(2026, 2, 28, 23, 0, tzinfo=UTC))  # last month
     await spend(sessions, "0.70", guild_id=None, kind="compact")  # an imported chat: not a DM
     store = GuildSettingsStore(sessions)
-    assert await store.guild_spent(GUILD, NOW, "UTC") == Decimal("1.75")  # replies + compaction
+    assert (await store.guild_forecast(GUILD, NOW, "UTC")).spent == Decimal("1.75")  # replies + compaction
     assert await store.dm_spent(NOW, "UTC") == Decimal("0.30")
     assert await store.host_spent(NOW, "UTC") == Decimal("4.75")  # 1.25 + 0.5 + 2 + 0.3 + 0.7
     # In Tokyo (UTC+9) 23:00 UTC on 28 Feb is already March: last month's 9.00 counts.
-    assert await store.guild_spent(GUILD, NOW, "Asia/Tokyo") == Decimal("10.75")
+    assert (await store.guild_forecast(GUILD, NOW, "Asia/Tokyo")).spent == Decimal("10.75")
 
 
 async def test_replies_today_counts_turns_not_calls(sessions: async_sessionmaker[AsyncSession]) -> None:
