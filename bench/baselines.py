@@ -152,8 +152,8 @@ class RollingSummary:
             tail_lines=[line for _, line, _ in self.tail],
         )
 
-    def reply(self, index: int, record: ImportedMessage) -> None:
-        self.replies.account(self.view(index + 1), index, record)
+    def reply(self, index: int, record: ImportedMessage, *, counted: bool = True) -> None:
+        self.replies.account(self.view(index + 1), index, record, counted=counted)
 
     def figures(self) -> dict[str, Any]:
         return {
@@ -163,5 +163,6 @@ class RollingSummary:
             "replies": self.replies.meters["5m"].totals if "5m" in self.replies.meters else None,
             "replies_by_ttl": self.replies.figures(),
             "turns": self.replies.turns,
+            "causes_by_ttl": self.replies.cause_figures(),
             "largest_prompt_bytes": self.replies.largest_prompt_bytes,
         }

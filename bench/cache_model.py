@@ -92,7 +92,9 @@ class CacheMeter:
     def _scaled(self, tokens: int) -> int:
         return tokens if self.token_factor == 1.0 else math.ceil(tokens * self.token_factor)
 
-    def account(self, body: Mapping[str, Any], output_tokens: int) -> Usage:
+    def account(self, body: Mapping[str, Any], output_tokens: int, *, count: bool = True) -> Usage:
+        """Send ``body`` through the cache; its usage, added to the totals when ``count`` (a
+        warm-up turn goes through the cache, which it warms, but is not billed in the figures)."""
         blocks = [Block(b.digest, self._scaled(b.tokens), b.ttl) for b in blocks_of_request(body)]
         output_tokens = self._scaled(output_tokens)
         cached = self.cache.process(self.model, blocks)
@@ -103,6 +105,8 @@ class CacheMeter:
             cache_write_1h_tokens=cached.ephemeral_1h_input_tokens,
             cache_read_tokens=cached.cache_read_input_tokens,
         )
+        if not count:
+            return usage
         self._cost += self.prices.cost(self.model, usage)
         t = self.totals
         t.requests += 1

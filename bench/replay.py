@@ -1,6 +1,7 @@
 """Replay a chat corpus through the real memory engine and print what it cost.
 
     python -m bench.replay --corpus PATH/TO/ubuntu-meeting.jsonl --json
+    python -m bench.replay --corpus PATH/TO/ubuntu-meeting.jsonl --json --turns --timeline friends
 
 Each message is appended through the real log on a real PostgreSQL (a fresh embedded
 server unless --database-url), with simulated time taken from the message's date, and the
@@ -21,7 +22,7 @@ from typing import Any
 from bench.baselines import CACHE_LIFETIMES
 from bench.logs import configure_logging
 from bench.meters import compact_model
-from bench.turns import RunSpec, headline, measure_run
+from bench.turns import FRIENDS_TIMELINE, IRC, RunSpec, headline, measure_run
 from memory import MemoryConfig, fresh_database
 from memory.fakes.summarizer import MEASURED_OVERSHOOT_RATE
 
@@ -41,7 +42,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--tasks-per-call", type=int, default=MemoryConfig().tasks_per_call)
     parser.add_argument(
-        "--turns", action="store_true", help="also reply turns (and the rolling-summary baseline)"
+        "--turns",
+        action="store_true",
+        help="also reply turns (with and without tool steps) and the rolling-summary baseline",
+    )
+    parser.add_argument(
+        "--timeline",
+        choices=(IRC, FRIENDS_TIMELINE),
+        default=IRC,
+        help="irc: the corpus's own dates; friends: re-timed as a friend group talks (bursts, "
+        "1 message in 15 a reply, the first 30 days not counted: bench/friend_timeline.py)",
     )
     return parser.parse_args(argv)
 
@@ -59,6 +69,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             overshoot_rate=args.overshoot_rate,
             turns=args.turns,
             fail_rate=args.fail_rate,
+            timeline=args.timeline,
+            tool_steps=args.turns,
         )
         run = await measure_run(spec, url)
     finally:

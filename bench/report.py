@@ -51,7 +51,7 @@ async def run_replay(spec: RunSpec, admin_url: str) -> RunFigures:
         await drop_database(admin_url, name)
 
 
-def _replay_in_process(spec: RunSpec, admin_url: str) -> RunFigures:
+def replay_in_process(spec: RunSpec, admin_url: str) -> RunFigures:
     return asyncio.run(run_replay(spec, admin_url))
 
 
@@ -78,7 +78,7 @@ async def collect(plan: Plan, admin_url: str, *, workers: int = 2) -> Collected:
         context = multiprocessing.get_context("spawn")
         loop = asyncio.get_running_loop()
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            replays = [loop.run_in_executor(pool, _replay_in_process, spec, admin_url) for spec in specs]
+            replays = [loop.run_in_executor(pool, replay_in_process, spec, admin_url) for spec in specs]
             checks = [
                 loop.run_in_executor(pool, _fidelity_in_process, spec, admin_url, plan.config)
                 for spec in plan.fidelity

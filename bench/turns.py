@@ -4,9 +4,12 @@ At sampled messages (a fixed-seed draw of about 1 in 50, plus every message that
 chosen person: the most active human author of the replayed stretch, standing in for the
 bot's name) the reply request is built exactly as the bot builds it (bench/meters.py) from the
 engine's own ``prompt_view`` and accounted on the cache simulation at the corpus's time.
-Assumptions, printed with the figures: one model call per turn (no tool steps), about 150
-output tokens, Sonnet 5.5; the bot's own replies are not added to the log (the corpus stays the
-corpus).
+Assumptions, printed with the figures: one model call per turn, about 150 output tokens, Sonnet
+5.5; with ``tool_steps`` the same turns are also priced with their zoom/recall steps
+(bench/tool_steps.py) on caches of their own; the bot's own replies are not added to the log
+(the corpus stays the corpus). Each turn's bill is also put down to its cause
+(bench/reply_causes.py). On the friend-group timeline (bench/friend_timeline.py) the corpus is
+re-timed, one message in 15 is a turn, and the first 30 days only warm the caches.
 
 Every compactor call is accounted as the requests the Anthropic summarizer would send for it
 (bench/cache_model.py), once per compactor model.
@@ -21,17 +24,24 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from bench.baselines import RollingSummary
 from bench.cache_model import CacheMeter, MeteredSummarizer, MeterFigures, corpus_seconds
+from bench.friend_timeline import FRIENDS, retimed
+from bench.friend_timeline import counted_from as friends_counted_from
 from bench.join_in import JoinInMeter
 from bench.meters import AUTO, COMPACT_MODELS, ReplyMeter, compact_model
 from bench.replay_loop import replay
+from bench.reply_causes import at_cache_read_price
+from bench.tool_steps import take_steps
 from memory import ImportedMessage, MemoryConfig, MemoryEngine, Summarizer, read_any
 from memory.clock import SimulatedClock
 from memory.fakes.summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer
+from memory.pricing import PriceTable
 
 BLOCKED_WHAT_IF = "claude-haiku-4-5, context in 4-line blocks (what-if)"
 # What-if (memory/fakes/summarizer_requests.py level_budget): each line asked for at most
@@ -40,6 +50,9 @@ BLOCKED_WHAT_IF = "claude-haiku-4-5, context in 4-line blocks (what-if)"
 # would save.
 BUDGET_WHAT_IF = "claude-haiku-4-5, byte budget growing with the level (what-if)"
 SAMPLE_EVERY = 50
+IRC = "irc"  # the corpus's own dates
+FRIENDS_TIMELINE = "friends"
+HAIKU_5_5 = "claude-haiku-5-5"
 SAMPLE_SEED = "eva-bench-1"
 
 
@@ -86,6 +99,10 @@ class RunSpec:
     rolling_summary_bytes: int = 16_000
     turns: bool = True  # reply turns at the sampled messages (bench.replay without --turns: none)
     fail_rate: float = 0.0
+    # "irc": the corpus's own dates; "friends": re-timed as a friend group talks
+    # (bench/friend_timeline.py), one message in 15 a reply turn, the warm-up not counted.
+    timeline: str = IRC
+    tool_steps: bool = False  # also price the turns with their tool steps (bench/tool_steps.py)
 
 
 @dataclass
@@ -104,15 +121,26 @@ class RunFigures:
     join_in: JoinInMeter | None = None
     cards: dict[str, MeterFigures] = field(default_factory=dict)  # the people cards' calls, by model
     replies_without_cards: dict[str, MeterFigures] = field(default_factory=dict)
+    timeline: str = "irc"
+    reply_causes: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # by ttl, cause
+    replies_with_tools: dict[str, MeterFigures] = field(default_factory=dict)
+    replies_haiku_5_5: dict[str, MeterFigures] = field(default_factory=dict)  # friends timeline only
+    replies_kept_warm: MeterFigures | None = None  # what-if (bench/meters.py KeepWarm)
+    keep_warm_pings: int = 0
 
 
 class TurnHooks:
     """The replay hooks: compactor calls metered, reply turns (and the baseline) at samples."""
 
-    def __init__(self, spec: RunSpec, person: str | None) -> None:
+    def __init__(self, spec: RunSpec, person: str | None, counted_from: datetime | None = None) -> None:
         self.clock = SimulatedClock()
         self.spec = spec
-        self.sampler = ReplySampler(person, spec.sample_every)
+        friends = spec.timeline == FRIENDS_TIMELINE
+        # A friend group's turns: one message in 15, whoever it names (the timeline's model).
+        self.sampler = (
+            ReplySampler(None, FRIENDS.reply_every) if friends else ReplySampler(person, spec.sample_every)
+        )
+        self.counted_from = counted_from  # turns before it warm the caches, uncounted
         self.compact_meters = {
             model: CacheMeter(model, corpus_seconds(self.clock)) for model in COMPACT_MODELS
         }
@@ -124,7 +152,11 @@ class TurnHooks:
         )
         # The people cards' calls, per compactor model (memory/compaction/cards.py).
         self.card_meters = {model: CacheMeter(model, corpus_seconds(self.clock)) for model in COMPACT_MODELS}
-        self.replies = ReplyMeter(self.clock, spec.ttls)
+        self.replies = ReplyMeter(
+            self.clock, spec.ttls, with_tools=spec.tool_steps, keep_warm=spec.tool_steps
+        )
+        # What a host pays with Haiku 5.5 for replies (/settings model), for the month's figure.
+        self.replies_haiku = ReplyMeter(self.clock, spec.ttls, model=HAIKU_5_5) if friends else None
         # The same turns without the people cards: today's prompt, on the same timeline.
         self.replies_without_cards = ReplyMeter(self.clock, spec.ttls)
         self.rolling = (
@@ -154,10 +186,16 @@ class TurnHooks:
         if not self.spec.turns or not self.sampler.wants(index, record):
             return
         view = await self.memory.prompt_view(self.chat_id)
-        self.replies.account(view, index, record)
-        self.replies_without_cards.account(replace(view, people_lines=[]), index, record)
+        counted = self.counted_from is None or record.created_at >= self.counted_from
+        steps = []
+        if self.spec.tool_steps and counted:
+            steps = await take_steps(self.memory, self.chat_id, index, record)
+        self.replies.account(view, index, record, counted=counted, tool_results=steps)
+        self.replies_without_cards.account(replace(view, people_lines=[]), index, record, counted=counted)
+        if self.replies_haiku is not None:
+            self.replies_haiku.account(view, index, record, counted=counted)
         if self.rolling is not None:
-            self.rolling.reply(index, record)
+            self.rolling.reply(index, record, counted=counted)
 
 
 def corpus_person(corpus: Path, limit: int | None) -> str | None:
@@ -168,7 +206,11 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
     """Replay ``spec.corpus`` with reply turns and metered compaction; the figures."""
     started = time.perf_counter()
     person = corpus_person(spec.corpus, spec.limit)
-    hooks = TurnHooks(spec, person)
+    records, counted_from = None, None
+    if spec.timeline == FRIENDS_TIMELINE:
+        records = retimed(list(itertools.islice(read_any(spec.corpus), spec.limit)))
+        counted_from = friends_counted_from(len(records))
+    hooks = TurnHooks(spec, person, counted_from)
     result = await replay(
         spec.corpus,
         database_url=database_url,
@@ -177,6 +219,7 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         overshoot_rate=spec.overshoot_rate,
         fail_rate=spec.fail_rate,
         hooks=hooks,
+        records=records,
     )
     return RunFigures(
         label=spec.label,
@@ -193,6 +236,12 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         rolling=hooks.rolling.figures() if hooks.rolling is not None else None,
         seconds=round(time.perf_counter() - started, 1),
         join_in=hooks.join_in,
+        timeline=spec.timeline,
+        reply_causes=hooks.replies.cause_figures(),
+        replies_with_tools=hooks.replies.tool_figures(),
+        replies_haiku_5_5=hooks.replies_haiku.figures() if hooks.replies_haiku is not None else {},
+        replies_kept_warm=hooks.replies.warm.meter.totals if hooks.replies.warm is not None else None,
+        keep_warm_pings=hooks.replies.warm.pings if hooks.replies.warm is not None else 0,
     )
 
 
@@ -242,4 +291,71 @@ def headline(run: RunFigures, compact_model: str, reply_policy: str = AUTO) -> d
             out["rolling_summary_cache_read_share"] = round(rolling.read_share, 4)
         if run.join_in is not None:
             out.update(run.join_in.figures(reply.cost_usd / run.turns))
+        out.update(reply_cost_figures(run, reply_policy, compact.cost_usd + cards_cost(run, compact_model)))
     return out
+
+
+def cards_cost(run: RunFigures, model: str) -> float:
+    return run.cards[model].cost_usd if model in run.cards else 0.0
+
+
+def _per_turn(figures: MeterFigures, turns: int) -> float:
+    return round(figures.cost_usd / max(turns, 1), 5)
+
+
+def reply_cost_figures(run: RunFigures, policy: str, compaction_usd: float) -> dict[str, Any]:
+    """Where the reply money goes (bench/reply_causes.py), the turns with their tool steps, the
+    figures at the other documented cache-read price and, on the friend-group timeline, what a
+    month of a server costs."""
+    reply = run.replies[policy]
+    price = PriceTable().lookup(reply.model)
+    assert price is not None
+    out: dict[str, Any] = {"timeline": run.timeline}
+    if policy in run.reply_causes:
+        out["reply_usd_by_cause"] = run.reply_causes[policy]
+    if policy in run.replies_with_tools:
+        out["reply_usd_per_turn_with_tools"] = _per_turn(run.replies_with_tools[policy], run.turns)
+        out["reply_tool_steps"] = TOOL_STEPS
+    if run.replies_kept_warm is not None:
+        out["what_if_keep_warm_reply_usd_per_turn"] = _per_turn(run.replies_kept_warm, run.turns)
+        out["what_if_keep_warm_pings_per_turn"] = round(run.keep_warm_pings / max(run.turns, 1), 2)
+    other = OTHER_CACHE_READ_PRICE
+    key = f"if_cache_read_{str(other).replace('.', '_')}"
+    out[f"reply_usd_per_turn_{key}"] = round(
+        at_cache_read_price(reply.cost_usd, reply.cache_read_tokens, price, other) / max(run.turns, 1), 5
+    )
+    if run.rolling is not None:
+        rolling = run.rolling["replies_by_ttl"][policy]
+        out["rolling_summary_usd_by_cause"] = run.rolling.get("causes_by_ttl", {}).get(policy, {})
+        out[f"rolling_summary_usd_per_turn_{key}"] = round(
+            at_cache_read_price(rolling.cost_usd, rolling.cache_read_tokens, price, other)
+            / max(run.rolling["turns"], 1),
+            5,
+        )
+    if run.timeline == FRIENDS_TIMELINE:
+        out["friend_timeline"] = FRIENDS.describe()
+        compaction_per_message = compaction_usd / max(run.messages, 1)
+        out["month_assumption"] = MONTH_ASSUMPTION
+        out["month_usd"] = month_usd(compaction_per_message, reply.cost_usd / max(run.turns, 1))
+        if policy in run.replies_haiku_5_5:
+            haiku = run.replies_haiku_5_5[policy].cost_usd / max(run.turns, 1)
+            out["reply_usd_per_turn_haiku_5_5"] = round(haiku, 5)
+            out["month_usd_haiku_5_5_replies"] = month_usd(compaction_per_message, haiku)
+    return out
+
+
+# A typical friend-group server (the friend timeline's three channels): the month's figure.
+MONTH_DAYS, MONTH_MESSAGES_A_DAY, MONTH_REPLIES_A_DAY = 30, 300, 20
+MONTH_ASSUMPTION = (
+    f"{MONTH_MESSAGES_A_DAY} messages and {MONTH_REPLIES_A_DAY} replies a day for {MONTH_DAYS} days, "
+    "compaction and people cards at the default compactor model"
+)
+TOOL_STEPS = "20% of turns one zoom/recall step, 5% two (bench/tool_steps.py)"
+# Sonnet 5.5's cache reads: $0.10 per million in memory/pricing.py, $0.20 on some of the
+# provider's own pages (memory/pricing.py says which): every reply figure is given at both.
+OTHER_CACHE_READ_PRICE = Decimal("0.20")
+
+
+def month_usd(compaction_per_message: float, reply_per_turn: float) -> float:
+    per_day = MONTH_MESSAGES_A_DAY * compaction_per_message + MONTH_REPLIES_A_DAY * reply_per_turn
+    return round(MONTH_DAYS * per_day, 2)

@@ -1,8 +1,21 @@
 """List prices and the cost of one call's usage.
 
-Prices are USD per million tokens, from the provider's price page as of 2026-11
-(docs/design.md, provider facts). Haiku 5.5 bills a whole request at its higher tier once the
-prompt (input + cache writes + cache reads) passes 100K tokens.
+Prices are USD per million tokens (docs/design.md, provider facts). Haiku 5.5 bills a whole
+request at its higher tier once the prompt (input + cache writes + cache reads) passes 100K
+tokens.
+
+Checked on 2026-12-06, model by model:
+
+- Sonnet 5.5: the provider's model page (platform.claude.com/docs/{zh-CN,pt-BR,it}/models/
+  sonnet-5-5/overview) gives input $2, output $10, 5-minute write $2.50, 1-hour write $4, and
+  cache read $0.20. Price trackers that re-check the provider's English pricing page report the
+  read cut to $0.10 from 2026-10-07 (claudit 1.9.2 of 2026-10-24, PromptFuel 1.0.23 of
+  2026-10-16, claude-usage 1.5.7 checked 2026-12-01). The table keeps $0.10; since the two
+  disagree, the benchmarks give every reply figure at $0.20 too (bench/turns.py).
+- Sonnet 4.5 / 4.6: $3 / $15, writes 1.25x and 2x, reads 0.1x (the same pages' older models).
+- Haiku 4.5: $1 / $5 (the model pages' comparison table), writes 1.25x and 2x, reads 0.1x.
+- Haiku 5.5: $0.10 / $0.50, writes $0.125 / $0.20, reads $0.01; over 100K prompt tokens
+  $0.50 / $2.50, $0.625 / $1.00, $0.05 (the trackers above, from the pricing page of 2026-10-07).
 """
 
 from __future__ import annotations
