@@ -119,9 +119,18 @@ _PREPARE = text("""
                  WHERE e.elem IN (SELECT unnest(words.lexemes) FROM words)),
            chat.config <> 'eva_simple'::regconfig,
            ARRAY(SELECT array_to_string(tsvector_to_array(to_tsvector('eva_simple', w.word)), ' ')
-                 FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n) ORDER BY w.n)
+                 FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n) ORDER BY w.n),
+           (SELECT c.reltuples FROM pg_class c WHERE c.oid = CAST('messages' AS regclass))
     FROM chat
 """)
+
+# A chat this many times smaller than the messages table (ANALYZE's row count) is searched
+# through the chat-led index alone, in one statement from its first message. Measured on 1M
+# messages of one chat and 10,000 of another: the table-wide index gives a common lexeme's
+# bitmap at ~0.12 us a posting ("file": 26,512 in 3.1 ms, for every chat), the chat-led one
+# only the small chat's matches, read from the heap at ~5 us each; the small chat's way is
+# cheaper while it holds under 0.12 / 5 = 1/40 of the table.
+CHAT_LED_RATIO = 40
 
 
 @cache
@@ -217,12 +226,14 @@ async def _candidates(
     shares: dict[str, float],
     phrase: str | None,
     typed: Mapping[str, frozenset[str]] | None,
+    chat_led: bool = False,
 ) -> tuple[list[Candidate], dict[str, float]]:
     """The newest PER_WORD matches of each lexeme (more where they share messages) and each
     lexeme's document frequency: counted where every match was read, else estimated from the
     part read. One statement; a second, over the rest of the chat, for the lexemes that came
     short in the part their share pointed at (a word more common elsewhere than here).
-    ``typed``: each lexeme's forms as the query typed them, for a chat whose words are stemmed."""
+    ``typed``: each lexeme's forms as the query typed them, for a chat whose words are stemmed.
+    ``chat_led``: a small chat of a big table, read whole through its own index (CHAT_LED_RATIO)."""
     params = {**_filter_params(filters), "lexemes": list(lexemes), "phrase": phrase, "cap": PER_WORD}
     if typed is not None:
         params["typed"] = sorted(set().union(*typed.values()))
@@ -230,7 +241,9 @@ async def _candidates(
     seen: dict[int, Candidate] = {}
     counts: Counter[str] = Counter()
     frequencies: dict[str, float] = {}
-    ranges = {lexeme: (first_reach(total, shares.get(lexeme)), total) for lexeme in lexemes}
+    ranges = {
+        lexeme: (0 if chat_led else first_reach(total, shares.get(lexeme)), total) for lexeme in lexemes
+    }
     while ranges:
         wanted = list(ranges)
         whole = tuple(ranges[lexeme][0] == 0 or filters.chat_id > _INT4_MAX for lexeme in wanted)
@@ -321,7 +334,11 @@ async def search(session: AsyncSession, filters: Filters, total: int, limit: int
         phrase = row[2] if len(lexemes) > 1 and row[2] else None
         shares = {elem: float(share) for elem, share in (pair.rsplit(" ", 1) for pair in row[3] or ())}
         typed = _typed_forms(word_lexemes, list(row[5] or ())) if row[4] else None
-        candidates, frequencies = await _candidates(session, filters, total, lexemes, shares, phrase, typed)
+        table_rows = float(row[6] or 0)  # -1 or 0 before the table's first ANALYZE: not known
+        chat_led = 0 < total * CHAT_LED_RATIO <= table_rows
+        candidates, frequencies = await _candidates(
+            session, filters, total, lexemes, shares, phrase, typed, chat_led
+        )
         if candidates:
             every = frozenset(lexemes)
             ranked = rank(candidates, frequencies, total, limit, stemmed=typed is not None)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from memory.reading import search
 from memory.reading.search import FIRST_WINDOW, RECALL_CANDIDATES, tsquery_literal, windows
 from tests.memory.helpers import make_engine, message, new_chat
 
@@ -94,3 +97,38 @@ async def test_every_window_stays_inside_its_chat(sessions: Sessions) -> None:
     assert (await engine.recall(mine, "papaya secret")).startswith("No message")
     found = await engine.recall(theirs, "papaya", limit=20)
     assert found.count("Hit ") == 20
+
+
+async def test_a_small_chat_beside_a_big_one_finds_the_same_through_its_own_index(
+    sessions: Sessions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A chat under 1/40 of the table is read through the chat-led index from its first message
+    # in one statement; the windows over the primary key must find and rank exactly the same.
+    engine, _, _ = make_engine(sessions)
+    big = await new_chat(engine, "big", discord_id=11)
+    small = await new_chat(engine, "small", discord_id=12)
+    words = ["apple pie tonight", "apple juice", "pears and apples", "the weather", "padel at nine"]
+    await engine.append_many(big, [message(k, f"{words[k % 5]} {k}") for k in range(4_000)])
+    await engine.append_many(small, [message(k, f"{words[(k * 3) % 5]} number {k}") for k in range(80)])
+    async with sessions() as s:
+        await s.execute(text("ANALYZE messages"))
+        await s.commit()
+    seen: list[bool] = []
+    original = search._candidates
+
+    async def spied(*args: Any, **kwargs: Any) -> Any:
+        seen.append(bool(args[-1]))
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(search, "_candidates", spied)
+    queries = ["apple pie", "apples juice tonight", "padel weather pears", "number 7"]
+    own_index = [await engine.recall(small, q, limit=10) for q in queries]
+    assert seen == [True] * len(queries)
+    monkeypatch.setattr(search, "CHAT_LED_RATIO", 0)  # windows over the primary key, as a big chat's
+    windowed = [await engine.recall(small, q, limit=10) for q in queries]
+    assert seen[len(queries) :] == [False] * len(queries)
+    assert own_index == windowed
+    for found in own_index:
+        assert sum(line.startswith(("Hit ", "Partial hit ")) for line in found.splitlines()) >= 3
+    assert not (await engine.recall(big, "apple pie", limit=5)).startswith("No message")
+    assert seen[-1] is False  # the big chat keeps its windows
