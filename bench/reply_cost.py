@@ -150,7 +150,8 @@ def month_table(runs: list[dict[str, Any]]) -> str:
 
 
 def render(runs: list[dict[str, Any]], host: dict[str, str], command: str, minutes: float) -> str:
-    main = [r for r in runs if r["corpus"] == MAIN_CORPUS] or runs[:1]
+    shown = MAIN_CORPUS if any(r["corpus"] == MAIN_CORPUS for r in runs) else runs[0]["corpus"]
+    main = [r for r in runs if r["corpus"] == shown]  # the bill by cause: one corpus, both timelines
     causes = "\n\n".join(f"`{r['corpus']}`, {r['timeline']} timeline:\n\n{cause_table(r)}" for r in main)
     return f"""{HEADING}
 
