@@ -311,10 +311,14 @@ def reply_cost_figures(run: RunFigures, policy: str, compaction_usd: float) -> d
     price = PriceTable().lookup(reply.model)
     assert price is not None
     out: dict[str, Any] = {"timeline": run.timeline}
-    if policy in run.reply_causes:
-        out["reply_usd_by_cause"] = run.reply_causes[policy]
-    if policy in run.replies_with_tools:
-        out["reply_usd_per_turn_with_tools"] = _per_turn(run.replies_with_tools[policy], run.turns)
+    # Figures kept with `bench.report --save` before these fields existed have none of them.
+    causes = getattr(run, "reply_causes", {})
+    with_tools: dict[str, MeterFigures] = getattr(run, "replies_with_tools", {})
+    haiku: dict[str, MeterFigures] = getattr(run, "replies_haiku_5_5", {})
+    if policy in causes:
+        out["reply_usd_by_cause"] = causes[policy]
+    if policy in with_tools:
+        out["reply_usd_per_turn_with_tools"] = _per_turn(with_tools[policy], run.turns)
         out["reply_tool_steps"] = TOOL_STEPS
     if run.replies_kept_warm is not None:
         out["what_if_keep_warm_reply_usd_per_turn"] = _per_turn(run.replies_kept_warm, run.turns)
@@ -337,10 +341,10 @@ def reply_cost_figures(run: RunFigures, policy: str, compaction_usd: float) -> d
         compaction_per_message = compaction_usd / max(run.messages, 1)
         out["month_assumption"] = MONTH_ASSUMPTION
         out["month_usd"] = month_usd(compaction_per_message, reply.cost_usd / max(run.turns, 1))
-        if policy in run.replies_haiku_5_5:
-            haiku = run.replies_haiku_5_5[policy].cost_usd / max(run.turns, 1)
-            out["reply_usd_per_turn_haiku_5_5"] = round(haiku, 5)
-            out["month_usd_haiku_5_5_replies"] = month_usd(compaction_per_message, haiku)
+        if policy in haiku:
+            haiku_per_turn = haiku[policy].cost_usd / max(run.turns, 1)
+            out["reply_usd_per_turn_haiku_5_5"] = round(haiku_per_turn, 5)
+            out["month_usd_haiku_5_5_replies"] = month_usd(compaction_per_message, haiku_per_turn)
     return out
 
 
