@@ -13,6 +13,7 @@ from collections.abc import Callable
 from bench.baselines import EVERY_TURN, QUIET_SWAP, SWAP_AT_ONCE
 from bench.cache_model import MeterFigures
 from bench.figures import Collected
+from bench.markdown import table
 from bench.meters import REPLY_OUTPUT_TOKENS
 from bench.render_cost import cost_sections
 from bench.render_fidelity import fidelity_section
@@ -44,11 +45,6 @@ GOALS: dict[str, tuple[str, Check]] = {
     "ingest": (">= 1,000 msg/s", lambda f: f.ingest_per_second >= 1000),
     "erase": ("<= 10 s", lambda f: f.erase_seconds <= 10),
 }
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 def _usd(value: float) -> str:
@@ -144,7 +140,7 @@ def _comparison(quiet: RunFigures, at_once: RunFigures) -> str:
         "reply input tokens / turn",
         "read from cache", "$ / reply (Sonnet 5.5)", "compaction + replies, $ / 1,000 msgs",
     ]  # fmt: skip
-    return _table(headers, rows) + (
+    return table(headers, rows) + (
         f"\n\nOne report run, {quiet.messages:,} messages, the same {quiet.turns:,} reply turns in each row. "
         "The 1-hour row and the rolling summary were accounted in the quiet-swap replay itself; the "
         f"swap-at-once row is a second replay of the same messages ({at_once.turns:,} turns). The rolling "
@@ -194,7 +190,7 @@ def _reference(run: RunFigures, every: RunFigures) -> str:
         f"measured on {run.corpus} ({run.messages:,} messages)",
         "reference (typed in, with source)",
     ]
-    return _table(headers, rows)
+    return table(headers, rows)
 
 
 NOTES = {
@@ -277,7 +273,7 @@ def _scale(f: ScaleFigures) -> str:
             "default)."
         )
     return (
-        _table(["figure", "measured", "goal", ""], rows)
+        table(["figure", "measured", "goal", ""], rows)
         + f"\n\nThe chat: {f.messages:,} messages of {f.corpus} repeated with fresh ids and dates, logged "
         f"with append_many in {f.load_seconds:,.0f} s; tree and row built in {f.tree_seconds:,.0f} s: "
         f"{f.nodes:,} lines ({f.model_nodes:,} by the fake model); a row of {f.row_lines} lines "
@@ -345,7 +341,7 @@ figures, labelled with their source.
 
 ## Per corpus (quiet swap, 5-minute marks)
 
-{_table(PER_CORPUS, [_run_row(r) for r in per_corpus])}
+{table(PER_CORPUS, [_run_row(r) for r in per_corpus])}
 
 {cost_sections(c)}
 

@@ -8,17 +8,9 @@ from __future__ import annotations
 
 from bench.baselines import BEFORE, QUIET_SWAP
 from bench.figures import Collected
+from bench.markdown import table, usd
 from bench.meters import AUTO, DEFAULT_COMPACT_MODEL
 from bench.turns import HAIKU_4_5, RunFigures, headline
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
-def _usd(value: float) -> str:
-    return f"${value:,.4f}"
 
 
 def _pct(value: float) -> str:
@@ -42,11 +34,11 @@ def headline_table(c: Collected) -> str:
                 str(run.replay["invariant_violations"]),
                 f"{run.replay['calls_per_message']:.4f}",
                 f"{_pct(h['compaction_cache_read_share'])} / {_pct(h45['compaction_cache_read_share'])}",
-                _usd(h["usd_per_1k_messages"]),
-                _usd(h["usd_per_1k_messages_haiku_4_5"]),
-                _usd(h["reply_usd_per_turn"]) if "reply_usd_per_turn" in h else "no turns",
+                usd(h["usd_per_1k_messages"]),
+                usd(h["usd_per_1k_messages_haiku_4_5"]),
+                usd(h["reply_usd_per_turn"]) if "reply_usd_per_turn" in h else "no turns",
                 _pct(h["reply_cache_read_share"]) if "reply_cache_read_share" in h else "-",
-                _usd(h["rolling_summary_usd_per_turn"]) if "rolling_summary_usd_per_turn" in h else "-",
+                usd(h["rolling_summary_usd_per_turn"]) if "rolling_summary_usd_per_turn" in h else "-",
             ]
         )
     headers = [
@@ -55,7 +47,7 @@ def headline_table(c: Collected) -> str:
         "$ / 1,000 msgs (Haiku 4.5)", "$ / reply (Sonnet 5.5, per-chat marks)", "reply read from cache",
         "rolling summary $ / reply (same marks)",
     ]  # fmt: skip
-    return _table(headers, rows)
+    return table(headers, rows)
 
 
 def before_after_table(c: Collected) -> str:
@@ -72,17 +64,17 @@ def before_after_table(c: Collected) -> str:
                 run.corpus,
                 f"{old.replay['calls_per_message']:.4f} -> {run.replay['calls_per_message']:.4f}",
                 f"{_pct(then['compaction_cache_read_share'])} -> {_pct(now['compaction_cache_read_share'])}",
-                f"{_usd(then['usd_per_1k_messages'])} -> {_usd(now['usd_per_1k_messages'])}",
-                f"{_usd(then5['usd_per_1k_messages'])} -> {_usd(now5['usd_per_1k_messages'])}",
-                f"{_usd(run.replies['5m'].cost_usd / max(run.turns, 1))} -> "
-                f"{_usd(run.replies[AUTO].cost_usd / max(run.turns, 1))}",
+                f"{usd(then['usd_per_1k_messages'])} -> {usd(now['usd_per_1k_messages'])}",
+                f"{usd(then5['usd_per_1k_messages'])} -> {usd(now5['usd_per_1k_messages'])}",
+                f"{usd(run.replies['5m'].cost_usd / max(run.turns, 1))} -> "
+                f"{usd(run.replies[AUTO].cost_usd / max(run.turns, 1))}",
             ]
         )
     headers = [
         "corpus", "compaction requests / msg", "compaction read from cache (Haiku 4.5)",
         "$ / 1,000 msgs (Haiku 4.5)", "$ / 1,000 msgs (Haiku 5.5)", "$ / reply (Sonnet 5.5)",
     ]  # fmt: skip
-    return _table(headers, rows)
+    return table(headers, rows)
 
 
 def cost_sections(c: Collected) -> str:

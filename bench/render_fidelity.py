@@ -11,11 +11,7 @@ from typing import Any
 from bench.fidelity_measure import AGES
 from bench.fidelity_plant import KINDS
 from bench.fidelity_search import QUERY_RULE
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+from bench.markdown import table
 
 
 def _pct(value: float) -> str:
@@ -55,7 +51,7 @@ def kinds_table(runs: list[dict[str, Any]]) -> str:
         "corpus", "kind", "probes", "reachable by zoom from the row", "mean zoom steps",
         "recall hit@1 / @5 / @10", "BM25 hit@1 / @5 / @10", "erased facts found",
     ]  # fmt: skip
-    return _table(headers, rows)
+    return table(headers, rows)
 
 
 def _bytes(value: float | None) -> str:
@@ -78,7 +74,7 @@ def resolution_table(runs: list[dict[str, Any]]) -> str:
         "corpus", "message", "probe times", "Eva's row: bytes read per message",
         "rolling summary: bytes read per message", "Eva / rolling",
     ]  # fmt: skip
-    return _table(headers, rows)
+    return table(headers, rows)
 
 
 def _retrieval_note(main: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ from bench.baselines import CACHE_LIFETIMES
 from bench.figures import DATA, MAIN_CORPUS
 from bench.friend_timeline import FRIENDS
 from bench.logs import configure_logging
+from bench.markdown import table, usd
 from bench.meters import compact_model
 from bench.reply_causes import CAUSES, KINDS
 from bench.report import machine, replay_in_process
@@ -76,18 +77,9 @@ async def collect(corpora: list[Path], limit: int | None, workers: int) -> list[
     return [{**run.replay, **headline(run, compact_model())} for run in runs]
 
 
-def _usd(value: float) -> str:
-    return f"${value:.4f}"
-
-
 def _both(figures: dict[str, Any], key: str) -> str:
     other = str(OTHER_CACHE_READ_PRICE).replace(".", "_")
-    return f"{_usd(figures[key])} / {_usd(figures[f'{key}_if_cache_read_{other}'])}"
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+    return f"{usd(figures[key])} / {usd(figures[f'{key}_if_cache_read_{other}'])}"
 
 
 def per_turn_table(runs: list[dict[str, Any]]) -> str:
@@ -97,7 +89,7 @@ def per_turn_table(runs: list[dict[str, Any]]) -> str:
             r["timeline"],
             f"{r['reply_turns']:,}",
             _both(r, "reply_usd_per_turn"),
-            _usd(r["reply_usd_per_turn_with_tools"]),
+            usd(r["reply_usd_per_turn_with_tools"]),
             _both(r, "rolling_summary_usd_per_turn"),
             f"{r['reply_usd_per_turn'] / max(r['rolling_summary_usd_per_turn'], 1e-9):.2f}x",
             f"{r['reply_cache_read_share']:.1%}",
@@ -114,7 +106,7 @@ def per_turn_table(runs: list[dict[str, Any]]) -> str:
         "Eva / rolling",
         "Eva's prompt read from cache",
     ]
-    return _table(headers, rows)
+    return table(headers, rows)
 
 
 def cause_table(run: dict[str, Any]) -> str:
@@ -126,27 +118,27 @@ def cause_table(run: dict[str, Any]) -> str:
         for cause in [c for c in CAUSES if c in causes]:
             c = causes[cause]
             share = f"{c['usd_per_turn'] / total:.0%}"
-            kinds = [_usd(c[f"{kind}_usd_per_turn"]) for kind in KINDS]
-            rows.append([who, cause, f"{c['turns']:,}", f"{_usd(c['usd_per_turn'])} ({share})", *kinds])
+            kinds = [usd(c[f"{kind}_usd_per_turn"]) for kind in KINDS]
+            rows.append([who, cause, f"{c['turns']:,}", f"{usd(c['usd_per_turn'])} ({share})", *kinds])
     headers = ["prompt", "cause", "turns", "$ per turn of the run (share)", "writes 5 min", "writes 1 h"]
-    return _table([*headers, "uncached input", "reads", "output"], rows)
+    return table([*headers, "uncached input", "reads", "output"], rows)
 
 
 def month_table(runs: list[dict[str, Any]]) -> str:
     rows = [
         [
             r["corpus"],
-            _usd(r["compaction_and_cards_usd_per_1k_messages"]),
-            _usd(r["reply_usd_per_turn"]),
+            usd(r["compaction_and_cards_usd_per_1k_messages"]),
+            usd(r["reply_usd_per_turn"]),
             f"${r['month_usd']:.2f}",
-            _usd(r["reply_usd_per_turn_haiku_5_5"]),
+            usd(r["reply_usd_per_turn_haiku_5_5"]),
             f"${r['month_usd_haiku_5_5_replies']:.2f}",
         ]
         for r in runs
         if r["timeline"] == FRIENDS_TIMELINE
     ]
     headers = ["corpus", "compaction + cards per 1k messages", "Sonnet 5.5 reply", "a month"]
-    return _table([*headers, "Haiku 5.5 reply", "a month with Haiku 5.5 replies"], rows)
+    return table([*headers, "Haiku 5.5 reply", "a month with Haiku 5.5 replies"], rows)
 
 
 def render(runs: list[dict[str, Any]], host: dict[str, str], command: str, minutes: float) -> str:
