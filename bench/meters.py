@@ -111,8 +111,8 @@ class ReplyMeter:
         shape = TurnShape.of(view, now)
         cause = turn_cause(self._shape, shape)
         self._shape = shape
-        self.turns += counted
         if counted:
+            self.turns += 1
             self.largest_prompt_bytes = max(self.largest_prompt_bytes, request_bytes(body))
         auto_lifetimes = self.gaps.lifetimes(0, now) if AUTO in self.meters else ALL_FIVE_MINUTES
         for ttl, meter in self.meters.items():
@@ -195,7 +195,7 @@ class KeepWarm:
             while ping_at < now and ping_at - last_at <= self.PING_FOR:
                 self.clock.at = ping_at
                 self.meter.account({**last_body, "max_tokens": 1}, 1, count=counted)
-                self.pings += counted
+                self.pings += 1 if counted else 0
                 ping_at += self.PING_EVERY
             self.clock.at = None
         self.meter.account(body, output_tokens, count=counted)

@@ -29,7 +29,7 @@ from typing import Any
 
 from bot.core.cache_policy import FIVE_MINUTES, ONE_HOUR
 from memory import PromptView
-from memory.pricing import MILLION, ModelPrice, Usage
+from memory.pricing import COST_KINDS, MILLION, ModelPrice, Usage
 
 FIRST = "first"
 GAP_OVER_HOUR = "gap over an hour"
@@ -39,7 +39,7 @@ ROW_END = "row grew at its end"
 GAP_UNDER_HOUR = "gap of 5 minutes to an hour"
 TAIL = "tail growth"
 CAUSES = (FIRST, GAP_OVER_HOUR, ROW_START, CARDS, ROW_END, GAP_UNDER_HOUR, TAIL)
-KINDS = ("write_5m", "write_1h", "input", "read", "output")
+KINDS = COST_KINDS
 
 
 def _digest(lines: list[str]) -> bytes:
@@ -79,17 +79,6 @@ def turn_cause(previous: TurnShape | None, now: TurnShape) -> str:
     return TAIL
 
 
-def kind_costs(usage: Usage, price: ModelPrice) -> dict[str, Decimal]:
-    """USD of each kind of token in ``usage`` at ``price``'s base prices."""
-    return {
-        "write_5m": usage.cache_write_5m_tokens * price.cache_write_5m / MILLION,
-        "write_1h": usage.cache_write_1h_tokens * price.cache_write_1h / MILLION,
-        "input": usage.input_tokens * price.input / MILLION,
-        "read": usage.cache_read_tokens * price.cache_read / MILLION,
-        "output": usage.output_tokens * price.output / MILLION,
-    }
-
-
 @dataclass
 class CauseLedger:
     """Turns and USD by cause and kind, for one meter."""
@@ -97,12 +86,11 @@ class CauseLedger:
     turns: dict[str, int] = field(default_factory=dict)
     usd: dict[str, dict[str, Decimal]] = field(default_factory=dict)
 
-    def add(self, cause: str, usage: Usage, price: ModelPrice, *, new_turn: bool = True) -> None:
-        """One request of a turn put down to ``cause`` (``new_turn``: its first request)."""
-        if new_turn:
-            self.turns[cause] = self.turns.get(cause, 0) + 1
+    def add(self, cause: str, usage: Usage, price: ModelPrice) -> None:
+        """One turn's request put down to ``cause``."""
+        self.turns[cause] = self.turns.get(cause, 0) + 1
         kinds = self.usd.setdefault(cause, {kind: Decimal(0) for kind in KINDS})
-        for kind, cost in kind_costs(usage, price).items():
+        for kind, cost in price.cost_by_kind(usage).items():
             kinds[kind] += cost
 
     def figures(self, all_turns: int) -> dict[str, dict[str, Any]]:

@@ -68,6 +68,6 @@ async def take_steps(
             first, n = addresses[int(_draw(-index) * len(addresses))].split("+")
             arguments: dict[str, object] = {"id": int(first), "n": int(n)}
             steps.append(ToolStep("zoom", arguments, (await run_tool(ctx, "zoom", arguments)).text))
-        else:
-            steps.append(ToolStep("recall", query, (await run_tool(ctx, "recall", query)).text))
+        else:  # the same query on the same chat: the same result
+            steps.append(steps[0])
     return steps

@@ -26,6 +26,7 @@ from decimal import Decimal
 from pydantic import BaseModel
 
 MILLION = Decimal(1_000_000)
+COST_KINDS = ("write_5m", "write_1h", "input", "read", "output")  # ModelPrice.cost_by_kind's keys
 
 
 class ModelPrice(BaseModel):
@@ -41,6 +42,16 @@ class ModelPrice(BaseModel):
     # Tokens this model counts for a text Haiku 4.5 counts as one token. Only estimates from
     # bytes use it (benchmarks): the API's usage is already in the model's own tokens.
     tokenizer_factor: float = 1.0
+
+    def cost_by_kind(self, usage: Usage) -> dict[str, Decimal]:
+        """USD of each kind of token in ``usage`` at these prices (COST_KINDS, in that order)."""
+        return {
+            "write_5m": usage.cache_write_5m_tokens * self.cache_write_5m / MILLION,
+            "write_1h": usage.cache_write_1h_tokens * self.cache_write_1h / MILLION,
+            "input": usage.input_tokens * self.input / MILLION,
+            "read": usage.cache_read_tokens * self.cache_read / MILLION,
+            "output": usage.output_tokens * self.output / MILLION,
+        }
 
 
 def _p(i: str, o: str, w5: str, w1: str, r: str, **kw: object) -> ModelPrice:
@@ -112,11 +123,4 @@ class PriceTable:
         threshold = price.tier_threshold_tokens
         if price.tier is not None and threshold is not None and usage.prompt_tokens > threshold:
             price = price.tier
-        total = (
-            usage.input_tokens * price.input
-            + usage.output_tokens * price.output
-            + usage.cache_write_5m_tokens * price.cache_write_5m
-            + usage.cache_write_1h_tokens * price.cache_write_1h
-            + usage.cache_read_tokens * price.cache_read
-        )
-        return total / MILLION
+        return sum(price.cost_by_kind(usage).values(), Decimal(0))
