@@ -89,6 +89,7 @@ class RollingSummary:
         self.tail_bytes = 0
         self.summary: list[str] = []
         self.rewrites = 0
+        self.logged = 0  # messages seen so far
         self.meters = [CacheMeter(model, corpus_seconds(clock)) for model in COMPACT_MODELS]
         self.replies = ReplyMeter(clock, ttls)  # the same cache policies as Eva's replies
 
@@ -97,6 +98,7 @@ class RollingSummary:
         line = tail_line(index, record.created_at, record.author_name, body, self.config.timezone)
         size = len(line.encode()) + 1
         self.tail.append((index, line, size))
+        self.logged = index + 1
         self.tail_bytes += size
         if self.tail_bytes > self.config.tail_start:
             self._rewrite()
@@ -151,6 +153,10 @@ class RollingSummary:
             row_lines=list(self.summary),
             tail_lines=[line for _, line, _ in self.tail],
         )
+
+    def current_view(self) -> PromptView:
+        """The summary and tail as they are now (a keep-warm ping's prompt)."""
+        return self.view(self.logged)
 
     def reply(self, index: int, record: ImportedMessage, *, counted: bool = True) -> None:
         self.replies.account(self.view(index + 1), index, record, counted=counted)

@@ -218,6 +218,9 @@ class FidelityHooks:
     async def started(self, memory: MemoryEngine, chat_id: int) -> None:
         self.memory, self.chat_id = memory, chat_id
 
+    async def quiet(self, until: datetime) -> None:
+        """Nothing between messages: the probes' turns are priced at 5-minute marks, no pings."""
+
     async def message(self, index: int, record: ImportedMessage) -> None:
         assert self.memory is not None
         if index in self.planted.planted_indexes and self.planted.records[index] is not record:

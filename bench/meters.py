@@ -13,12 +13,14 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
-from bench.cache_model import CacheMeter, MeterFigures, corpus_seconds, with_ttl
-from bench.reply_causes import CauseLedger, TurnShape, turn_cause
-from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes, TurnGaps
+from bench.cache_model import CacheMeter, MeterFigures, with_ttl
+from bench.reply_causes import PINGS, CauseLedger, TurnShape, turn_cause
+from bot.core.cache_policy import CachePlan, MarkLifetimes, TurnGaps
+from bot.core.keep_warm import PING_MAX_TOKENS, ping_request, ping_times
 from bot.core.prompts import DEFAULT_PERSONA_FILE, MEMORY_INSTRUCTIONS, NAME_PLACEHOLDER
 from bot.core.tools import TOOLS
 from bot.core.turn import Trigger, TurnNote, build_request
@@ -32,12 +34,14 @@ COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")
 # (tests/structure/test_layers.py); tests/bench/test_meters.py checks they still agree.
 DEFAULT_COMPACT_MODEL = "claude-haiku-5-5"
 DEFAULT_BOT_NAME = "Eva"
+DEFAULT_KEEP_WARM_HOURS = 24.0
 REPLY_OUTPUT_TOKENS = 150  # a group-chat answer of a few sentences
 REPLY_MAX_TOKENS = 1024
 TOOL_USE_OUTPUT_TOKENS = 40  # a zoom or recall call: its name and a few words of input
 # The bot's policy (bot/core/cache_policy.py): each mark's lifetime chosen from the chat's recent
 # gaps between turns. "5m" and "1h" put every mark at that lifetime.
 AUTO = "auto"
+WITHOUT_KEEP_WARM = "auto, without keep-warm"  # the policy before keep-warm: no pings
 
 
 def compact_model() -> str:
@@ -54,7 +58,12 @@ def reply_system_prompt() -> str:
 
 class ReplyMeter:
     """Builds the reply request for a turn and accounts it on one cache per mark lifetime; with
-    ``with_tools``, also the same turns with their tool steps, on caches of their own."""
+    ``with_tools``, also the same turns with their tool steps, on caches of their own.
+
+    The "auto" meter is the bot's policy: lifetimes chosen per chat knowing the keep-warm pings
+    (bot/core/cache_policy.py), and the pings themselves (bot/core/keep_warm.py), which the
+    replay asks for with :meth:`pings_due` and prices with :meth:`ping` at their moments. Beside
+    it, WITHOUT_KEEP_WARM is the policy before keep-warm (same gaps rule, no pings)."""
 
     def __init__(
         self,
@@ -65,25 +74,28 @@ class ReplyMeter:
         output_tokens: int = REPLY_OUTPUT_TOKENS,
         prices: PriceTable | None = None,
         with_tools: bool = False,
-        keep_warm: bool = False,
+        keep_warm_hours: float = DEFAULT_KEEP_WARM_HOURS,
     ) -> None:
         self.clock, self.model, self.output_tokens = clock, model, output_tokens
+        self.seconds = _MeterSeconds(clock)  # the corpus's time, or a ping's moment
         self.system = reply_system_prompt()
         self.tools: list[dict[str, Any]] = TOOLS
-        self.meters = {ttl: CacheMeter(model, corpus_seconds(clock), prices) for ttl in ttls}
+        kinds = (*ttls, WITHOUT_KEEP_WARM) if AUTO in ttls else ttls
+        self.meters = {ttl: CacheMeter(model, self.seconds, prices) for ttl in kinds}
         self.tool_meters = (
-            {ttl: CacheMeter(model, corpus_seconds(clock), prices) for ttl in ttls} if with_tools else {}
+            {ttl: CacheMeter(model, self.seconds, prices) for ttl in kinds} if with_tools else {}
         )
-        self.causes = {ttl: CauseLedger() for ttl in ttls}
-        # What-if: the bot keeps each chat's prompt warm between turns (see KeepWarm).
-        self.warm = KeepWarm(clock, model, prices) if keep_warm else None
+        self.causes = {ttl: CauseLedger() for ttl in kinds}
         price = (prices or PriceTable()).lookup(model)
         assert price is not None, f"no price for {model}"
         self.price = price
-        self.gaps = TurnGaps()  # the bot's own per-chat lifetime choice, for the "auto" meter
+        self.gaps = TurnGaps(most_warm_for=keep_warm_hours * 3600)  # the bot's per-chat plan
+        self.gaps_before = TurnGaps()  # the same rule without pings (WITHOUT_KEEP_WARM)
         self.turns = 0  # counted turns
+        self.pings = 0  # counted pings
         self.largest_prompt_bytes = 0
         self._shape: TurnShape | None = None
+        self._warm: _Warm | None = None  # the auto meter's chat, kept warm since its last turn
 
     def account(
         self,
@@ -114,22 +126,53 @@ class ReplyMeter:
         if counted:
             self.turns += 1
             self.largest_prompt_bytes = max(self.largest_prompt_bytes, request_bytes(body))
-        auto_lifetimes = self.gaps.lifetimes(0, now) if AUTO in self.meters else ALL_FIVE_MINUTES
+        plan = self.gaps.plan(0, now) if AUTO in self.meters else None
+        chosen = (
+            {AUTO: plan.lifetimes, WITHOUT_KEEP_WARM: self.gaps_before.plan(0, now).lifetimes} if plan else {}
+        )
         for ttl, meter in self.meters.items():
-            sent = request(lifetimes=auto_lifetimes) if ttl == AUTO else with_ttl(body, ttl)
+            sent = request(lifetimes=chosen[ttl]) if ttl in chosen else with_ttl(body, ttl)
             usage = meter.account(sent, self.output_tokens, count=counted)
             if counted:
                 self.causes[ttl].add(cause, usage, self.price)
         if self.tool_meters:
-            self._account_steps(request, tool_results, auto_lifetimes, counted)
-        if self.warm is not None:
-            self.warm.turn(request(lifetimes=KeepWarm.LIFETIMES), self.output_tokens, counted)
+            self._account_steps(request, tool_results, chosen, counted)
+        stamp = now.timestamp()
+        warm = plan is not None and plan.kept_warm_for > 0
+        self._warm = _Warm(stamp, stamp, plan, counted) if warm and plan is not None else None
+
+    def pings_due(self, until: datetime) -> list[float]:
+        """The keep-warm pings the bot sends before ``until`` (seconds of corpus time)."""
+        warm = self._warm
+        if warm is None:
+            return []
+        return ping_times(warm.turn_at, warm.sent_at, until.timestamp(), warm.plan.kept_warm_for)
+
+    def ping(self, view: PromptView, at: float) -> None:
+        """The ping at ``at`` (one of :meth:`pings_due`), built from ``view``, the memory then;
+        priced on the auto meters and put down to its own cause."""
+        warm = self._warm
+        assert warm is not None and at >= warm.sent_at
+        body = ping_request(
+            model=self.model, system=self.system, tools=self.tools, view=view, lifetimes=warm.plan.lifetimes
+        )
+        self.seconds.at = at
+        try:
+            usage = self.meters[AUTO].account(body, PING_MAX_TOKENS, count=warm.counted)
+            if AUTO in self.tool_meters:
+                self.tool_meters[AUTO].account(body, PING_MAX_TOKENS, count=warm.counted)
+        finally:
+            self.seconds.at = None
+        if warm.counted:
+            self.pings += 1
+            self.causes[AUTO].add(PINGS, usage, self.price, turn=False)
+        self._warm = replace(warm, sent_at=at)
 
     def _account_steps(
         self,
         request: Callable[..., dict[str, Any]],
         results: Sequence[ToolStep],
-        lifetimes: MarkLifetimes,
+        chosen: dict[str, MarkLifetimes],
         counted: bool,
     ) -> None:
         """The turn as the tool loop sends it: one request per step, each ending with the steps
@@ -138,8 +181,8 @@ class ReplyMeter:
             steps: list[dict[str, Any]] = []
             for step in [*results, None]:
                 body = (
-                    request(steps=steps, lifetimes=lifetimes)
-                    if ttl == AUTO
+                    request(steps=steps, lifetimes=chosen[ttl])
+                    if ttl in chosen
                     else with_ttl(request(steps=steps), ttl)
                 )
                 meter.account(
@@ -159,8 +202,9 @@ class ReplyMeter:
 
 
 @dataclass(slots=True)
-class _PingSeconds:
-    """The keep-warm cache's clock: the corpus's, or the moment of a ping being priced."""
+class _MeterSeconds:
+    """A reply meter's cache clock: the corpus's, or the moment of a ping being priced. An
+    object, not a lambda: meters travel in a run's figures between processes (pickled)."""
 
     clock: SimulatedClock
     at: float | None = None
@@ -169,37 +213,15 @@ class _PingSeconds:
         return self.at if self.at is not None else self.clock.now().timestamp()
 
 
-class KeepWarm:
-    """What-if, priced on a cache of its own with the bot's marks: after a turn, the bot sends the
-    same request again (1 output token) every 55 minutes while the chat is quiet, for at most 12
-    hours, so that the 1-hour marks never lapse between a group's bursts and over a night. A ping
-    reads the prefix (0.05x or 0.1x the input price) instead of the next turn writing it again
-    (2x at 1 hour, 1.25x at 5 minutes). Pings repeat the last turn's prompt: after a quiet swap
-    the next turn writes the new row, as the live bot's first ping after the swap would."""
+@dataclass(frozen=True, slots=True)
+class _Warm:
+    """The auto meter's chat after a turn planned with pings: when it was, the last request
+    (turn or ping), the turn's plan (the pings send its marks) and whether its figures count."""
 
-    PING_EVERY = 55 * 60.0
-    PING_FOR = 12 * 3600.0
-    LIFETIMES = MarkLifetimes(system="1h", body="1h", last="5m")  # pings keep 1-hour marks alive
-
-    def __init__(self, clock: SimulatedClock, model: str, prices: PriceTable | None) -> None:
-        self.clock = _PingSeconds(clock)
-        self.meter = CacheMeter(model, self.clock, prices)
-        self.pings = 0  # counted pings
-        self._last: tuple[float, dict[str, Any]] | None = None
-
-    def turn(self, body: dict[str, Any], output_tokens: int, counted: bool) -> None:
-        now = self.clock()
-        if self._last is not None:
-            last_at, last_body = self._last
-            ping_at = last_at + self.PING_EVERY
-            while ping_at < now and ping_at - last_at <= self.PING_FOR:
-                self.clock.at = ping_at
-                self.meter.account({**last_body, "max_tokens": 1}, 1, count=counted)
-                self.pings += 1 if counted else 0
-                ping_at += self.PING_EVERY
-            self.clock.at = None
-        self.meter.account(body, output_tokens, count=counted)
-        self._last = (now, body)
+    turn_at: float
+    sent_at: float
+    plan: CachePlan
+    counted: bool
 
 
 @dataclass(frozen=True, slots=True)

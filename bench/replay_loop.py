@@ -12,7 +12,7 @@ import hashlib
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -52,6 +52,11 @@ class ReplayHooks(Protocol):
 
     async def message(self, index: int, record: ImportedMessage) -> None:
         """Called after message ``index`` is logged and the compactor has had its pass."""
+        ...
+
+    async def quiet(self, until: datetime) -> None:
+        """The chat is as it is now until ``until``: what the bot does meanwhile (keep-warm
+        pings). Called before each message, once up to the quiet swap and once after it."""
         ...
 
 
@@ -146,10 +151,14 @@ async def replay(
         for count, record in enumerate(read_any(corpus) if records is None else records):
             if limit is not None and count >= limit:
                 break
+            if hooks is not None and previous is not None:  # the gap, up to a quiet swap
+                await hooks.quiet(min(record.created_at, previous + quiet))
             clock.set(record.created_at)
             # A quiet swap can only fall due in a gap of QUIET or more; skip the cheap check otherwise.
             if previous is not None and record.created_at - previous >= quiet:
                 row_bytes, tail = await _run(compactor, memory, chat_id, result, row_bytes, tail)
+            if hooks is not None:  # the rest of the gap, after the swap
+                await hooks.quiet(record.created_at)
             # As `eva import` logs it (mentions shown as names), without the snowflake and
             # reply links the replay has never used.
             new = replace(from_import(record, None), snowflake=None, edited_at=None)

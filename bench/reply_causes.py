@@ -14,6 +14,9 @@ names the turn):
 - ``gap of 5 minutes to an hour``: nothing in the row changed, but 5-minute marks are gone;
 - ``tail growth``: only new messages in the tail since a turn under 5 minutes ago.
 
+The keep-warm pings between turns (bot/core/keep_warm.py) are a cause of their own, with no
+turns: what they cost is spread over the run's turns like every other cause.
+
 Each cause's bill is split by what was paid for: cache writes (5 minutes, 1 hour), uncached
 input, cache reads and output, at the model's list prices (memory/pricing.py; a model's upper
 tier is not applied here: the reply model, Sonnet 5.5, has none).
@@ -38,7 +41,8 @@ CARDS = "people cards changed"
 ROW_END = "row grew at its end"
 GAP_UNDER_HOUR = "gap of 5 minutes to an hour"
 TAIL = "tail growth"
-CAUSES = (FIRST, GAP_OVER_HOUR, ROW_START, CARDS, ROW_END, GAP_UNDER_HOUR, TAIL)
+PINGS = "keep-warm pings"
+CAUSES = (FIRST, GAP_OVER_HOUR, ROW_START, CARDS, ROW_END, GAP_UNDER_HOUR, TAIL, PINGS)
 KINDS = COST_KINDS
 
 
@@ -86,9 +90,9 @@ class CauseLedger:
     turns: dict[str, int] = field(default_factory=dict)
     usd: dict[str, dict[str, Decimal]] = field(default_factory=dict)
 
-    def add(self, cause: str, usage: Usage, price: ModelPrice) -> None:
-        """One turn's request put down to ``cause``."""
-        self.turns[cause] = self.turns.get(cause, 0) + 1
+    def add(self, cause: str, usage: Usage, price: ModelPrice, *, turn: bool = True) -> None:
+        """One request put down to ``cause``: a turn's, or (``turn`` False) a ping's."""
+        self.turns[cause] = self.turns.get(cause, 0) + (1 if turn else 0)
         kinds = self.usd.setdefault(cause, {kind: Decimal(0) for kind in KINDS})
         for kind, cost in price.cost_by_kind(usage).items():
             kinds[kind] += cost

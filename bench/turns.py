@@ -34,11 +34,11 @@ from bench.cache_model import CacheMeter, MeteredSummarizer, MeterFigures, corpu
 from bench.friend_timeline import FRIENDS, retimed
 from bench.friend_timeline import counted_from as friends_counted_from
 from bench.join_in import JoinInMeter
-from bench.meters import AUTO, COMPACT_MODELS, ReplyMeter, compact_model
+from bench.meters import AUTO, COMPACT_MODELS, WITHOUT_KEEP_WARM, ReplyMeter, compact_model
 from bench.replay_loop import replay
 from bench.reply_causes import at_cache_read_price
 from bench.tool_steps import take_steps
-from memory import ImportedMessage, MemoryConfig, MemoryEngine, Summarizer, read_any
+from memory import ImportedMessage, MemoryConfig, MemoryEngine, PromptView, Summarizer, read_any
 from memory.clock import SimulatedClock
 from memory.fakes.summarizer import MEASURED_OVERSHOOT_RATE, FakeSummarizer
 from memory.pricing import PriceTable
@@ -125,8 +125,8 @@ class RunFigures:
     reply_causes: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # by ttl, cause
     replies_with_tools: dict[str, MeterFigures] = field(default_factory=dict)
     replies_haiku_5_5: dict[str, MeterFigures] = field(default_factory=dict)  # friends timeline only
-    replies_kept_warm: MeterFigures | None = None  # what-if (bench/meters.py KeepWarm)
-    keep_warm_pings: int = 0
+    reply_pings: int = 0  # counted keep-warm pings of the auto policy (bot/core/keep_warm.py)
+    rolling_pings: int = 0
 
 
 class TurnHooks:
@@ -152,9 +152,7 @@ class TurnHooks:
         )
         # The people cards' calls, per compactor model (memory/compaction/cards.py).
         self.card_meters = {model: CacheMeter(model, corpus_seconds(self.clock)) for model in COMPACT_MODELS}
-        self.replies = ReplyMeter(
-            self.clock, spec.ttls, with_tools=spec.tool_steps, keep_warm=spec.tool_steps
-        )
+        self.replies = ReplyMeter(self.clock, spec.ttls, with_tools=spec.tool_steps)
         # What a host pays with Haiku 5.5 for replies (/settings model), for the month's figure.
         self.replies_haiku = ReplyMeter(self.clock, spec.ttls, model=HAIKU_5_5) if friends else None
         # The same turns without the people cards: today's prompt, on the same timeline.
@@ -176,6 +174,23 @@ class TurnHooks:
 
     async def started(self, memory: MemoryEngine, chat_id: int) -> None:
         self.memory, self.chat_id = memory, chat_id
+
+    async def quiet(self, until: datetime) -> None:
+        """The keep-warm pings due before ``until``, each priced with the memory as it is then
+        (Eva's ``prompt_view``, the rolling summary's own view)."""
+        assert self.memory is not None
+        memory, chat_id = self.memory, self.chat_id
+        meters = [self.replies, self.replies_without_cards]
+        meters += [self.replies_haiku] if self.replies_haiku is not None else []
+        view: PromptView | None = None
+        for meter in meters:
+            for at in meter.pings_due(until):
+                view = view or await memory.prompt_view(chat_id)
+                cards = meter is not self.replies_without_cards
+                meter.ping(view if cards else replace(view, people_lines=[]), at)
+        if self.rolling is not None:
+            for at in self.rolling.replies.pings_due(until):
+                self.rolling.replies.ping(self.rolling.current_view(), at)
 
     async def message(self, index: int, record: ImportedMessage) -> None:
         if self.rolling is not None:
@@ -240,8 +255,8 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         reply_causes=hooks.replies.cause_figures(),
         replies_with_tools=hooks.replies.tool_figures(),
         replies_haiku_5_5=hooks.replies_haiku.figures() if hooks.replies_haiku is not None else {},
-        replies_kept_warm=hooks.replies.warm.meter.totals if hooks.replies.warm is not None else None,
-        keep_warm_pings=hooks.replies.warm.pings if hooks.replies.warm is not None else 0,
+        reply_pings=hooks.replies.pings,
+        rolling_pings=hooks.rolling.replies.pings if hooks.rolling is not None else 0,
     )
 
 
@@ -320,9 +335,9 @@ def reply_cost_figures(run: RunFigures, policy: str, compaction_usd: float) -> d
     if policy in with_tools:
         out["reply_usd_per_turn_with_tools"] = _per_turn(with_tools[policy], run.turns)
         out["reply_tool_steps"] = TOOL_STEPS
-    if run.replies_kept_warm is not None:
-        out["what_if_keep_warm_reply_usd_per_turn"] = _per_turn(run.replies_kept_warm, run.turns)
-        out["what_if_keep_warm_pings_per_turn"] = round(run.keep_warm_pings / max(run.turns, 1), 2)
+    if policy == AUTO and WITHOUT_KEEP_WARM in run.replies:  # before/after: the policy without pings
+        out["keep_warm_pings_per_turn"] = round(getattr(run, "reply_pings", 0) / max(run.turns, 1), 2)
+        out["reply_usd_per_turn_without_keep_warm"] = _per_turn(run.replies[WITHOUT_KEEP_WARM], run.turns)
     other = OTHER_CACHE_READ_PRICE
     key = f"if_cache_read_{str(other).replace('.', '_')}"
     out[f"reply_usd_per_turn_{key}"] = round(
@@ -331,6 +346,9 @@ def reply_cost_figures(run: RunFigures, policy: str, compaction_usd: float) -> d
     if run.rolling is not None:
         rolling = run.rolling["replies_by_ttl"][policy]
         out["rolling_summary_usd_by_cause"] = run.rolling.get("causes_by_ttl", {}).get(policy, {})
+        before = run.rolling["replies_by_ttl"].get(WITHOUT_KEEP_WARM) if policy == AUTO else None
+        if before is not None:
+            out["rolling_summary_usd_per_turn_without_keep_warm"] = _per_turn(before, run.rolling["turns"])
         out[f"rolling_summary_usd_per_turn_{key}"] = round(
             at_cache_read_price(rolling.cost_usd, rolling.cache_read_tokens, price, other)
             / max(run.rolling["turns"], 1),

@@ -77,6 +77,9 @@ class Settings(BaseSettings):
     # Join-in channels (/settings join-in): at most one unprompted reply per channel this often.
     join_in_cooldown: float = Field(default=600.0, ge=0)
     guild_monthly_reply_cap: int = 0  # 0 = off
+    # Keep-warm pings (bot/core/keep_warm.py): at most this many hours after a chat's last turn,
+    # the horizon chosen per chat from its gaps; 0 = off. 24 lets a friend group's night through.
+    keep_warm_hours: float = Field(default=24.0, ge=0)
     prices: dict[str, ModelPrice] = Field(default_factory=default_prices)
 
     # --- the memory (docs/design.md section 7); sizes in bytes, times in seconds

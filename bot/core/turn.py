@@ -102,7 +102,7 @@ def text_block(text: str) -> Block:
     return {"type": "text", "text": text}
 
 
-def _marked(block: Block, ttl: str = "5m") -> Block:
+def marked(block: Block, ttl: str = "5m") -> Block:
     # "5m" is the API's default: the mark is sent without a ttl, as before lifetimes were chosen.
     mark = dict(EPHEMERAL) if ttl == "5m" else {**EPHEMERAL, "ttl": ttl}
     return {**block, "cache_control": mark}
@@ -203,6 +203,13 @@ def first_user_content(view: PromptView) -> tuple[list[Block], list[int]]:
     return people + memory + tail, marks
 
 
+def marked_prefix(view: PromptView, lifetimes: MarkLifetimes) -> list[Block]:
+    """The first user message's people, memory and tail blocks with their marks: the part of
+    a turn's prompt that the next turn (or a keep-warm ping, bot/core/keep_warm.py) reads."""
+    content, marks = first_user_content(view)
+    return [marked(block, lifetimes.body) if i in marks else block for i, block in enumerate(content)]
+
+
 def build_request(
     *,
     model: str,
@@ -219,18 +226,17 @@ def build_request(
     messages so far (assistant, user, assistant, user...), without marks; ``files`` are this
     turn's file blocks, placed after the note. ``lifetimes``: each mark's ttl
     (bot/core/cache_policy.py)."""
-    content, marks = first_user_content(view)
-    content = [_marked(block, lifetimes.body) if i in marks else block for i, block in enumerate(content)]
+    content = marked_prefix(view, lifetimes)
     content.append(text_block(note_text(note)))
     content += [dict(block) for block in files]
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     messages += [{"role": step["role"], "content": list(step["content"])} for step in steps]
     last = messages[-1]["content"]
-    last[-1] = _marked(last[-1], lifetimes.last)
+    last[-1] = marked(last[-1], lifetimes.last)
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
-        "system": [_marked(text_block(system), lifetimes.system)],
+        "system": [marked(text_block(system), lifetimes.system)],
         "tools": [dict(tool) for tool in tools],
         "messages": messages,
     }

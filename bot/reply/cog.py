@@ -33,10 +33,10 @@ from typing import Any
 
 import discord
 import structlog
-from discord.ext import commands
+from discord.ext import commands, tasks
 
 from bot.commands.forget_button import post_forget_confirmation
-from bot.core.cache_policy import ALL_FIVE_MINUTES, TurnGaps
+from bot.core.cache_policy import ALL_FIVE_MINUTES, CachePlan, TurnGaps
 from bot.core.prompts import system_prompt
 from bot.core.tools import TOOLS, TOOLS_WITHOUT_MEMORY, ToolContext, ToolResult, run_tool
 from bot.core.turn import Trigger, TurnNote
@@ -55,6 +55,8 @@ from bot.reply.attachments import FileLimits, file_blocks, read_files, turn_sour
 from bot.reply.cooldown import CooldownGate
 from bot.reply.gate import ReplyGate
 from bot.reply.join_in import JoinIn
+from bot.reply.keep_warm import TICK_SECONDS as KEEP_WARM_TICK_SECONDS
+from bot.reply.keep_warm import KeepWarm
 from bot.reply.limits import (
     CAP_NOTE,
     CLAUDE_DOWN_NOTE,
@@ -97,9 +99,23 @@ class ReplyCog(commands.Cog):
         # The streamed reply's edit interval runs on these (tests drive them by hand).
         self.live_clock: Callable[[], float] = time.monotonic
         self.live_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-        self.turn_gaps = TurnGaps()  # each chat's recent turns choose its cache lifetimes
+        # Each chat's recent turns choose its cache marks and keep-warm horizon (bot/core/cache_policy.py).
+        self.turn_gaps = TurnGaps(most_warm_for=self.settings.keep_warm_hours * 3600)
+        self.keep_warm = KeepWarm(services, self.gate, self.system)
+
+    async def cog_load(self) -> None:
+        if self.settings.keep_warm_hours > 0:
+            self.keep_warm_loop.start()
+
+    @tasks.loop(seconds=KEEP_WARM_TICK_SECONDS)
+    async def keep_warm_loop(self) -> None:
+        try:
+            await self.keep_warm.tick()
+        except Exception as exc:  # never seen (each ping handles its own); the loop must go on
+            log.error("keep_warm.tick_failed", error=type(exc).__name__)
 
     async def cog_unload(self) -> None:
+        self.keep_warm_loop.cancel()
         workers = [q.worker for q in self.queues.values() if q.worker is not None]
         workers += [timer for q in self.queues.values() for timer in q.timers.values()]
         for worker in workers:
@@ -283,12 +299,12 @@ class ReplyCog(commands.Cog):
             self.unprompted.difference_update(message.id for message in batch)
             note = TurnNote(now, view.timezone, triggers, answered_apart=apart_shown, unprompted=unprompted)
             sources = await turn_sources(engine, chat_id, batch, guild_id)
-            tools, lifetimes = TOOLS, self.turn_gaps.lifetimes(chat_id, now)
+            tools, plan = TOOLS, self.turn_gaps.plan(chat_id, now)
         else:  # nothing of the chat: not its row, its tail, its files, nor its indexes
             timezone, now = await self.gate.timezone_for(guild_id), self.services.clock.now()
             ingest = ingest_of(self.bot)
             view, note, sources = await turn_without_memory(ingest, chat_id, timezone, batch, now)
-            tools, lifetimes = TOOLS_WITHOUT_MEMORY, ALL_FIVE_MINUTES
+            tools, plan = TOOLS_WITHOUT_MEMORY, CachePlan(ALL_FIVE_MINUTES)
         limits = FileLimits(
             self.settings.image_max_bytes, self.settings.image_max_count, self.settings.text_file_max_bytes
         )
@@ -322,9 +338,12 @@ class ReplyCog(commands.Cog):
             note=note,
             max_steps=self.settings.tool_steps,
             files=files,
-            lifetimes=lifetimes,
+            lifetimes=plan.lifetimes,
         )
-        return await run_turn(self.services.claude, request, tool, live)
+        result = await run_turn(self.services.claude, request, tool, live)
+        if group.memory and result.failure is None:
+            self.keep_warm.turned(chat_id, guild_id, plan)
+        return result
 
     async def _trigger(self, chat_id: int, message: discord.Message) -> Trigger:
         # Not logged (opted out, paused, or ingest late): its words are shown in this turn's note.

@@ -140,6 +140,26 @@ class ReplyGate:
             now = self.services.clock.now()  # one apology per person a minute, not one per mention
             return self._once("unreadable", message.author.id, f"{now:%Y-%m-%d %H:%M}", SOMETHING_BROKE_NOTE)
 
+    async def may_spend_unasked(self, guild_id: int | None) -> bool:
+        """Whether money may go on something nobody asked for (a keep-warm ping): the server's
+        budget below its warning level, by spend and by forecast (a DM: the DMs' share not
+        spent), and the host's budget below the same 80%. Silent: no notice, nothing marked."""
+        settings, now = self.settings, self.services.clock.now()
+        if guild_id is not None:
+            policy = await policy_of(self.services, guild_id)
+            projection = await self.store.guild_forecast(guild_id, now, policy.timezone)
+            if budget_level(projection.spent, policy.monthly_budget_usd, projection) is not BudgetLevel.OK:
+                return False
+        else:
+            share = dm_budget(self._host_budget(), settings.dm_budget_share)
+            if share is not None and await self.store.dm_spent(now, settings.timezone) >= share:
+                return False
+        host = self._host_budget()
+        if host is None:
+            return True
+        projection = await self.store.host_forecast(now, settings.timezone)
+        return budget_level(projection.spent, host, projection) is BudgetLevel.OK
+
     async def _check_guild(self, message: discord.Message, unprompted: bool = False) -> Verdict:
         me = self.bot.user
         guild = message.guild

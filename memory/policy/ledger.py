@@ -18,8 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memory.pricing import PriceTable, Usage
 from memory.storage.models import UsageEntry
 
-# join_in: the check of a join-in channel; cards: the people cards (memory/compaction/cards.py)
-UsageKind = Literal["reply", "compact", "join_in", "cards"]
+# join_in: the check of a join-in channel; cards: the people cards (memory/compaction/cards.py);
+# keep_warm: a quiet chat's prompt read again to keep it cached (bot/core/keep_warm.py)
+UsageKind = Literal["reply", "compact", "join_in", "cards", "keep_warm"]
 
 # The ledger's cost column is NUMERIC(14, 8): whole 1e-8 USD. A Haiku 5.5 cache write costs
 # 1.25e-7 USD a token, so one row can lose up to 0.5e-8 USD to rounding: $0.005 per million rows.

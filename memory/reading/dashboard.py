@@ -117,7 +117,12 @@ async def spend_per_day(session: AsyncSession, guild_id: int, since: datetime, t
     for when, kind, cost in rows:
         by_day.setdefault(when, {})[kind] = Decimal(cost or 0)
     return [
-        DaySpend(when, costs.get("reply", Decimal(0)), costs.get("compact", Decimal(0)))
+        # A keep-warm ping is part of what replies cost (bot/core/keep_warm.py).
+        DaySpend(
+            when,
+            costs.get("reply", Decimal(0)) + costs.get("keep_warm", Decimal(0)),
+            costs.get("compact", Decimal(0)),
+        )
         for when, costs in sorted(by_day.items())
     ]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.meters import AUTO, compact_model
+from bench.meters import AUTO, WITHOUT_KEEP_WARM, compact_model
 from bench.turns import RunSpec, headline, measure_run
 from memory.storage.database import create_database, drop_database, with_database
 from tests.memory.helpers import SMALL
@@ -31,6 +31,8 @@ async def test_the_replay_prices_the_cards_and_the_turns_without_them(
     assert abs(out["compaction_and_cards_usd_per_1k_messages"] - both) <= 0.0002  # each rounded to 4 places
     # The same turns twice: the prompts with the cards cost more, and are not the same prompts.
     with_cards, without = run.replies[AUTO], run.replies_without_cards[AUTO]
-    assert with_cards.requests == without.requests == run.turns > 0
+    assert with_cards.requests == run.turns + run.reply_pings and run.turns > 0  # a request a turn, and pings
+    unpinged = run.replies[WITHOUT_KEEP_WARM], run.replies_without_cards[WITHOUT_KEEP_WARM]
+    assert unpinged[0].requests == unpinged[1].requests == run.turns
     assert with_cards.prompt_tokens > without.prompt_tokens
     assert 0 < out["reply_cache_read_share"] <= 1 and 0 < out["reply_cache_read_share_without_cards"] <= 1

@@ -7,12 +7,13 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from bench.meters import AUTO, ReplyMeter, ToolStep
+from bench.meters import AUTO, WITHOUT_KEEP_WARM, ReplyMeter, ToolStep
 from bench.reply_causes import (
     CARDS,
     FIRST,
     GAP_OVER_HOUR,
     GAP_UNDER_HOUR,
+    PINGS,
     ROW_END,
     ROW_START,
     TAIL,
@@ -117,18 +118,25 @@ def test_a_turn_with_tool_steps_costs_more_than_the_same_turn_without() -> None:
     assert replace(plain, cost_usd=0) != replace(tools, cost_usd=0)
 
 
-def test_keeping_the_prompt_warm_pings_through_a_quiet_spell_and_reads_instead_of_writing() -> None:
+def test_the_bots_policy_pings_through_quiet_hours_and_reads_instead_of_writing() -> None:
     clock = SimulatedClock()
-    meter = ReplyMeter(clock, (AUTO,), keep_warm=True)
-    assert meter.warm is not None
-    for turn, minutes in enumerate([0, 130, 260, 260 + 13 * 60 + 30]):
-        clock.set(T0 + timedelta(minutes=minutes))
+    meter = ReplyMeter(clock, (AUTO,))
+    # Turns 130 minutes apart: from the second turn on, the gaps call for pings (two, at 55 and
+    # 110 minutes, keep the entry to 170: 0.2x against a 1.25x write).
+    for turn, minutes in enumerate([0, 130, 260, 390]):
+        at = T0 + timedelta(minutes=minutes)
+        for ping_at in meter.pings_due(at):
+            meter.ping(_view(ROW, 8), ping_at)
+        clock.set(at)
         meter.account(_view(ROW, 8), 1000 + turn, _record(turn))
-    # 130 minutes apart: pings at 55 and 110; the last gap is 13.5 hours, pinged for 12 only
-    # (13 pings, the prompt lapses before the turn).
-    assert meter.warm.pings == 2 + 2 + 13
-    warm, plain = meter.warm.meter.totals, meter.figures()[AUTO]
-    assert warm.requests == 4 + 17 and plain.requests == 4
-    # Turns 2 and 3 read the row the pings kept alive; without them, every turn writes it again.
-    assert warm.cache_read_tokens > 2 * plain.prompt_tokens / 4 * 0.9
-    assert plain.cache_read_tokens < plain.prompt_tokens / 10
+    assert meter.pings == 2 + 2  # none after the first turn (no gaps known yet)
+    after, before = meter.figures()[AUTO], meter.figures()[WITHOUT_KEEP_WARM]
+    assert after.requests == 4 + 4 and before.requests == 4
+    # Turns 3 and 4 read the row the pings kept alive; without them, every turn writes it again.
+    assert after.cache_read_tokens > 2 * before.prompt_tokens / 4 * 0.9
+    assert before.cache_read_tokens < before.prompt_tokens / 10
+    assert after.cost_usd < before.cost_usd
+    causes = meter.cause_figures()[AUTO]
+    assert causes[PINGS]["turns"] == 0 and causes[PINGS]["usd_per_turn"] > 0
+    total = sum(c["usd_per_turn"] for c in causes.values())
+    assert abs(total - after.cost_usd / 4) < 1e-4  # the pings are in the per-turn figure

@@ -38,6 +38,7 @@ from tests.fakes.anthropic_behaviours import (
     ScriptQueue,
     ToolCall,
     is_join_in_check,
+    is_keep_warm_ping,
     join_in_judgement,
     text_block,
 )
@@ -60,7 +61,8 @@ class LogEntry:
     headers: dict[str, str]
     at: float
     body: Any = None
-    kind: str | None = None  # "reply" | "compact" | "join_in" | "cards" (the people cards) for /v1/messages
+    # "reply" | "compact" | "join_in" | "cards" (the people cards) | "keep_warm" for /v1/messages
+    kind: str | None = None
     fault: str | None = None
     status: int | None = None  # None: no response was sent (e.g. the client gave up on a hang)
     usage: dict[str, Any] | None = None
@@ -238,6 +240,8 @@ class FakeAnthropic(LocalServer):
             return _error_response(exc.status, exc.error_type, exc.message, entry.request_id)
         if is_join_in_check(body):
             entry.kind = "join_in"
+        elif is_keep_warm_ping(body):
+            entry.kind = "keep_warm"  # its answer is the replier's, cut at max_tokens like any
         else:
             entry.kind = (
                 "cards" if is_cards_request(body) else "compact" if is_compaction_request(body) else "reply"

@@ -13,8 +13,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.core.join_in import CHECK_SYSTEM_HEAD
+from bot.core.keep_warm import PING_NOTE
 
-Match = Literal["any", "reply", "compact", "join_in", "cards"]  # cards: the people cards' call
+# cards: the people cards' call; keep_warm: a ping, which "any" leaves alone (it comes between
+# the turns a test scripts, whenever the bot's keep-warm loop ticks)
+Match = Literal["any", "reply", "compact", "join_in", "cards", "keep_warm"]
 FaultKind = Literal["rate_limit", "api_error", "overloaded", "hang", "malformed", "status", "stream_error"]
 
 # (status, error type, message) of each fault kind that answers with an API error body.
@@ -84,7 +87,7 @@ def tool_use_block(name: str, tool_input: Mapping[str, Any], tool_id: str | None
 
 
 def _matches(match: Match, kind: str) -> bool:
-    return match == "any" or match == kind
+    return (match == "any" and kind != "keep_warm") or match == kind
 
 
 @dataclass(slots=True)
@@ -256,6 +259,12 @@ def is_join_in_check(body: Mapping[str, Any]) -> bool:
     system = body.get("system") or ""
     text = system if isinstance(system, str) else "".join(b.get("text", "") for b in system)
     return text.startswith(CHECK_SYSTEM_HEAD)
+
+
+def is_keep_warm_ping(body: Mapping[str, Any]) -> bool:
+    """A keep-warm ping of bot/core/keep_warm.py, known by the note its last block is."""
+    content = body["messages"][-1]["content"]
+    return not isinstance(content, str) and content[-1].get("text") == PING_NOTE
 
 
 def join_in_judgement(body: Mapping[str, Any]) -> ScriptedReply:

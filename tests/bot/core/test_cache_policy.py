@@ -27,10 +27,10 @@ def test_lifetimes_follow_the_gaps_between_turns() -> None:
 def test_turn_gaps_are_kept_per_chat() -> None:
     gaps = TurnGaps()
     for k in range(5):
-        gaps.lifetimes(1, T0 + timedelta(minutes=20 * k))
-        gaps.lifetimes(2, T0 + timedelta(minutes=2 * k))
-    assert gaps.lifetimes(1, T0 + timedelta(minutes=100)).body == "1h"
-    assert gaps.lifetimes(2, T0 + timedelta(minutes=10)).body == "5m"
+        gaps.plan(1, T0 + timedelta(minutes=20 * k))
+        gaps.plan(2, T0 + timedelta(minutes=2 * k))
+    assert gaps.plan(1, T0 + timedelta(minutes=100)).lifetimes.body == "1h"
+    assert gaps.plan(2, T0 + timedelta(minutes=10)).lifetimes.body == "5m"
 
 
 def test_mixed_lifetimes_make_a_request_the_api_accepts() -> None:
