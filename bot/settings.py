@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     jobs: int = 8
     tries: int = 5
     retry: float = 10.0
-    tasks_per_call: int = 4
+    tasks_per_call: int = 6
     timezone: str = "UTC"
     people_cards: int = 12  # cards of the most active people of a chat; 0: no cards
     people_days: int = 30  # the activity window the cards' people are picked in

@@ -26,10 +26,12 @@ class MemoryConfig:
     jobs: int = 8  # compactor calls in flight at once
     tries: int = 5  # attempts per node to get under node_bytes
     retry_seconds: float = 10.0  # wait before a failed node is tried again (no backoff)
-    # Tasks sent in one compactor call (they share the context, which is paid once). The
-    # context is read at 0.1x, so more tasks a call save little and lower the share read from
-    # the cache; 4 keeps calls under 0.04 a message on #ubuntu (bench.replay, 20,000 messages).
-    tasks_per_call: int = 4
+    # Tasks sent in one compactor call (they share the context, which is paid once). Measured
+    # with bench.replay at Haiku 5.5, 4 -> 6 tasks: #ubuntu's first 20,000 messages 0.039 ->
+    # 0.027 calls and $0.0203 -> $0.0195 per 1,000 messages; rust 0.051 -> 0.035 calls, $0.0261
+    # -> $0.0248; stripe 0.073 -> 0.049, $0.0374 -> $0.0354. Fewer calls also spare the rate
+    # limit; the share read from the cache falls (0.77 -> 0.71), the bill does not.
+    tasks_per_call: int = 6
     # The most a compaction context holds: the small context of tasks near the row's start
     # (the shared one is min_context_bytes, memory/compaction/call_plan.py). 48 KB ~ 12K tokens.
     context_bytes: int = 48 * KB
