@@ -86,8 +86,10 @@ Context violations: compactor calls whose `<chat>` context was not a run of the 
 each task's input, checked against the tables at call time (memory/fakes/context_check.py); 0 required.
 Haiku 5.5 is priced with its >100K-token tier and its tokenizer's ~30% more tokens (every token
 count x 1.3, so its cache minimum of 4,096 tokens is reached with less text). Replies: each chat's
-marks get 5-minute or 1-hour lifetimes from its recent gaps between turns (bot/core/cache_policy.py);
-the rolling summary's replies are accounted under the same policy.
+marks get 5-minute or 1-hour lifetimes from its recent gaps between turns, and keep-warm pings
+through the quiet hours when those gaps say the pings cost less than the writes they save
+(bot/core/cache_policy.py, bot/core/keep_warm.py; the pings are in the $ per reply); the rolling
+summary's replies are accounted under the same policy.
 
 ## Before / after, in this run
 
@@ -99,4 +101,4 @@ overshoot asked again in a second request), replies with 5-minute marks. After: 
 context a row (its oldest lines up to {c.plan.config.min_context_bytes // 1000} KB, written by one call
 and read by the later ones; the ruler and the answer form in the cached system prompt),
 {c.plan.config.tasks_per_call} tasks a call, overshoots of up to {c.plan.config.trim_slack} bytes cut
-at a word boundary, replies with per-chat lifetimes."""
+at a word boundary, replies with per-chat lifetimes and keep-warm pings."""
