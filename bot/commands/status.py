@@ -33,6 +33,8 @@ def pending_work(stats: ChatStats) -> str:
 
 def format_status(label: str, stats: ChatStats, now: datetime) -> str:
     reply, compact = stats.month.kind("reply"), stats.month.kind("compact")
+    warm = stats.month.kind("keep_warm")  # bot/core/keep_warm.py: shown once there are any
+    pings = f"{plural(warm.calls, 'keep-warm ping')} (${warm.cost_usd:.4f}), " if warm.calls else ""
     raw = stats.messages - stats.boundary
     last = _when(stats.last_message_at)
     swaps = f"{plural(stats.swaps, 'swap')}, {stats.forced_swaps:,} forced"
@@ -47,7 +49,7 @@ def format_status(label: str, stats: ChatStats, now: datetime) -> str:
         f"Next swap: {stats.next_swap(now)}",
         f"Last swap: {_when(stats.last_swap_at)} ({swaps})",
         f"Since {stats.month_start:%Y-%m-%d}: {plural(reply.calls, 'reply call')} (${reply.cost_usd:.4f}), "
-        f"{plural(compact.calls, 'compactor call')} (${compact.cost_usd:.4f}); "
+        f"{pings}{plural(compact.calls, 'compactor call')} (${compact.cost_usd:.4f}); "
         f"reply input read from cache: {_share(stats.cache_read_share)}",
     ]
     return "\n".join(lines)

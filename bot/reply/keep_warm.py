@@ -69,10 +69,11 @@ class KeepWarm:
         try:
             if not await self.gate.may_spend_unasked(chat.guild_id):
                 log.info("keep_warm.stopped", **ids, reason="budget")
-                self.chats.pop(chat_id, None)
-                return 0
+                return self._let_go(chat_id, chat)
             model = await self.gate.model_for(chat.guild_id)
             view = await self.services.engine.prompt_view(chat_id)
+            if not view.row_lines and not view.tail_lines:  # wiped or erased meanwhile: nothing to keep
+                return self._let_go(chat_id, chat)
             body = ping_request(
                 model=model, system=self.system, tools=TOOLS, view=view, lifetimes=chat.plan.lifetimes
             )
@@ -85,14 +86,18 @@ class KeepWarm:
             )  # fmt: skip
         except ClaudeError as exc:
             log.warning("keep_warm.failed", **ids, reason=exc.reason)
-            self.chats.pop(chat_id, None)
-            return 0
-        except Exception as exc:  # a chat erased meanwhile, the database down: let it go
+            return self._let_go(chat_id, chat)
+        except Exception as exc:  # a chat deleted meanwhile, the database down: let it go
             log.warning("keep_warm.failed", **ids, error=type(exc).__name__)
-            self.chats.pop(chat_id, None)
-            return 0
+            return self._let_go(chat_id, chat)
         if self.chats.get(chat_id) is chat:  # a turn meanwhile holds the chat from its own time
             self.chats[chat_id] = WarmChat(chat.guild_id, chat.turn_at, now, chat.plan)
         log.info("keep_warm.pinged", **ids, read=usage.cache_read_tokens,
                  written=usage.cache_write_1h_tokens + usage.cache_write_5m_tokens)  # fmt: skip
         return 1
+
+    def _let_go(self, chat_id: int, chat: WarmChat) -> int:
+        """Stop keeping ``chat`` warm (not a newer turn's hold on the same chat); no ping sent."""
+        if self.chats.get(chat_id) is chat:
+            del self.chats[chat_id]
+        return 0

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from bot.commands.status import format_status
 from bot.core.tools import TOOLS
 from bot.reply.limits import replies_this_month
 from memory.storage.models import UsageEntry
@@ -86,6 +87,10 @@ async def test_a_quiet_chat_is_pinged_and_its_next_turn_reads_the_cache(
     )
     assert await ledger_rows(sessions, "keep_warm") == 3  # paid for, in the ledger
     assert await replies_this_month(world.engine, world.guild.id, world.clock.now()) == 4  # not turns
+    status = format_status(
+        "#general", await world.engine.chat_stats(world.chat_id, world.clock.now()), world.clock.now()
+    )
+    assert "4 reply calls" in status and "3 keep-warm pings ($" in status  # /memory status shows them
 
 
 async def test_without_pings_the_same_turn_writes_the_prompt_again(world: World) -> None:
@@ -159,3 +164,14 @@ async def test_pings_stop_at_the_chosen_horizon(world: World) -> None:
         later(world, 55 * 60)
         sent += await warm.tick()
     assert sent == 3 and warm.chats == {}
+
+
+async def test_a_wiped_chat_is_let_go_without_a_ping(world: World) -> None:
+    warm = keep_warm_of(world)
+    for k, gap in enumerate([0, 3 * HOUR, 3 * HOUR]):
+        await ask(world, f"turn {k}", gap=gap)
+    assert world.chat_id in warm.chats
+    await world.engine.wipe_chat(world.chat_id)  # /memory wipe
+    later(world, 55 * 60)
+    assert await warm.tick() == 0
+    assert world.fake.requests("keep_warm") == [] and warm.chats == {}
