@@ -126,7 +126,6 @@ class RunFigures:
     replies_with_tools: dict[str, MeterFigures] = field(default_factory=dict)
     replies_haiku_5_5: dict[str, MeterFigures] = field(default_factory=dict)  # friends timeline only
     reply_pings: int = 0  # counted keep-warm pings of the auto policy (bot/core/keep_warm.py)
-    rolling_pings: int = 0
 
 
 class TurnHooks:
@@ -256,7 +255,6 @@ async def measure_run(spec: RunSpec, database_url: str) -> RunFigures:
         replies_with_tools=hooks.replies.tool_figures(),
         replies_haiku_5_5=hooks.replies_haiku.figures() if hooks.replies_haiku is not None else {},
         reply_pings=hooks.replies.pings,
-        rolling_pings=hooks.rolling.replies.pings if hooks.rolling is not None else 0,
     )
 
 
