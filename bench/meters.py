@@ -34,7 +34,7 @@ COMPACT_MODELS = ("claude-haiku-4-5", "claude-haiku-5-5")
 # (tests/structure/test_layers.py); tests/bench/test_meters.py checks they still agree.
 DEFAULT_COMPACT_MODEL = "claude-haiku-5-5"
 DEFAULT_BOT_NAME = "Eva"
-DEFAULT_KEEP_WARM_HOURS = 24.0
+DEFAULT_KEEP_WARM_HOURS = 24.0  # KEEP_WARM_HOURS, typed in and checked alike
 REPLY_OUTPUT_TOKENS = 150  # a group-chat answer of a few sentences
 REPLY_MAX_TOKENS = 1024
 TOOL_USE_OUTPUT_TOKENS = 40  # a zoom or recall call: its name and a few words of input
