@@ -142,8 +142,9 @@ class ReplyGate:
 
     async def may_spend_unasked(self, guild_id: int | None) -> bool:
         """Whether money may go on something nobody asked for (a keep-warm ping): the server's
-        budget below its warning level, by spend and by forecast (a DM: the DMs' share not
-        spent), and the host's budget below the same 80%. Silent: no notice, nothing marked."""
+        budget below its warning level, by spend and by forecast (a DM: under 80% of the DMs'
+        share), and the host's budget below its warning level too. Silent: no notice, nothing
+        marked."""
         settings, now = self.settings, self.services.clock.now()
         if guild_id is not None:
             policy = await policy_of(self.services, guild_id)
@@ -152,7 +153,8 @@ class ReplyGate:
                 return False
         else:
             share = dm_budget(self._host_budget(), settings.dm_budget_share)
-            if share is not None and await self.store.dm_spent(now, settings.timezone) >= share:
+            spent = await self.store.dm_spent(now, settings.timezone) if share is not None else Decimal(0)
+            if budget_level(spent, share) is not BudgetLevel.OK:
                 return False
         host = self._host_budget()
         if host is None:

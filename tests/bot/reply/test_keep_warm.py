@@ -175,3 +175,26 @@ async def test_a_wiped_chat_is_let_go_without_a_ping(world: World) -> None:
     later(world, 55 * 60)
     assert await warm.tick() == 0
     assert world.fake.requests("keep_warm") == [] and warm.chats == {}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"monthly_budget_usd": 10.0, "dm_budget_share": 0.25, "dm_daily_reply_cap": 0}],
+    indirect=True,
+)
+async def test_a_dm_is_pinged_until_the_dms_near_their_share(
+    world: World, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    warm = keep_warm_of(world)
+    for k, gap in enumerate([0, 3 * HOUR, 3 * HOUR]):
+        later(world, gap + 120)
+        world.fake.script.push_text("Sure.", match="reply")
+        await world.alice.user.send_dm(f"dm turn {k}")
+    dm_chat = await world.engine.chat_by_discord_id(world.alice.user.dm_channel.id)
+    assert dm_chat is not None and dm_chat.id in warm.chats
+    later(world, 55 * 60)
+    assert await warm.tick() == 1  # the DMs have spent next to nothing of their $2.50
+    await spend(sessions, "2.00", world.clock.now(), guild_id=None, chat_id=dm_chat.id)  # 80% of it
+    later(world, 55 * 60)
+    assert await warm.tick() == 0 and warm.chats == {}
+    assert len(world.fake.requests("keep_warm")) == 1
