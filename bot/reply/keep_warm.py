@@ -4,7 +4,8 @@ After a memory turn whose plan has a keep-warm horizon (bot/core/cache_policy.py
 held here with the turn's time and marks: no text, no prompt. Every TICK_SECONDS the due chats
 are pinged: the prompt is built from the chat's memory as it is now, so an erasure, an edit or a
 swap since the turn is what the ping sends. A ping is money nobody asked for, so it is only sent
-while the server (or, for a DM, the host) is under its budget's warning level; it is recorded in
+while the server (for a DM, the DMs' share) and the host are under their budgets' warning level
+(ReplyGate.may_spend_unasked); it is recorded in
 the ledger as ``keep_warm`` (every budget counts it, no reply cap does). A failed ping is not
 retried: the chat is let go, and its next turn writes the prompt as it would have anyway.
 """
