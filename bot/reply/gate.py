@@ -22,6 +22,7 @@ let a blocked person reach the model, and the turn could not read its memory any
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -147,9 +148,8 @@ class ReplyGate:
         marked."""
         settings, now = self.settings, self.services.clock.now()
         if guild_id is not None:
-            policy = await policy_of(self.services, guild_id)
-            projection = await self.store.guild_forecast(guild_id, now, policy.timezone)
-            if budget_level(projection.spent, policy.monthly_budget_usd, projection) is not BudgetLevel.OK:
+            _, level = await self._guild_budget(guild_id, await policy_of(self.services, guild_id), now)
+            if level is not BudgetLevel.OK:
                 return False
         else:
             share = dm_budget(self._host_budget(), settings.dm_budget_share)
@@ -177,8 +177,7 @@ class ReplyGate:
             return REFUSED
         now = self.services.clock.now()
         month = month_key(now, policy.timezone)
-        projection = await self.store.guild_forecast(guild.id, now, policy.timezone)
-        level = budget_level(projection.spent, policy.monthly_budget_usd, projection)
+        projection, level = await self._guild_budget(guild.id, policy, now)
         if level is BudgetLevel.OVER and unprompted:
             return REFUSED
         if level is BudgetLevel.OVER:
@@ -193,6 +192,13 @@ class ReplyGate:
             host_spent = await self.store.host_spent(now, self.settings.timezone)
             return REFUSED if host_spent >= host_budget else ADMITTED
         return await self._check_host(guild.id, now)
+
+    async def _guild_budget(
+        self, guild_id: int, policy: Policy, now: datetime
+    ) -> tuple[Forecast, BudgetLevel]:
+        """The server's month so far and its forecast, and where that stands against its budget."""
+        projection = await self.store.guild_forecast(guild_id, now, policy.timezone)
+        return projection, budget_level(projection.spent, policy.monthly_budget_usd, projection)
 
     async def _check_dm(self, message: discord.Message) -> Verdict:
         settings, now = self.settings, self.services.clock.now()
