@@ -27,7 +27,8 @@ HOUR = 3600.0
 
 def keep_warm_of(world: World) -> Any:
     """The reply cog's keep-warm, its timer stopped: the test ticks it."""
-    cog: Any = world.env.bot.get_cog("ReplyCog")
+    bot: Any = world.env.bot
+    cog: Any = bot.get_cog("ReplyCog")
     cog.keep_warm_loop.cancel()
     return cog.keep_warm
 
@@ -43,6 +44,14 @@ async def ask(world: World, text: str, gap: float = 3 * HOUR) -> LogEntry:
     world.fake.script.push_text("Sure.", match="reply")
     await world.alice.send(world.general, f"{world.me.mention} {text}")
     return world.replies()[-1]
+
+
+async def three_turns_hours_apart(world: World) -> LogEntry:
+    """Three turns 3 hours apart (the last one returned): from the second on, the chat's gaps
+    call for pings (three reach a 3-hour gap: 0.3x against a 1.25x write)."""
+    for k, gap in enumerate([0, 3 * HOUR, 3 * HOUR]):
+        turn = await ask(world, f"turn {k}", gap=gap)
+    return turn
 
 
 async def ledger_rows(sessions: async_sessionmaker[AsyncSession], kind: str) -> int:
@@ -96,9 +105,7 @@ async def test_a_quiet_chat_is_pinged_and_its_next_turn_reads_the_cache(
 async def test_without_pings_the_same_turn_writes_the_prompt_again(world: World) -> None:
     # The other side of the test above: the same turns, nobody ticks, the 1-hour entry lapses.
     keep_warm_of(world)
-    await ask(world, "first", gap=0)
-    await ask(world, "second")
-    await ask(world, "third")
+    await three_turns_hours_apart(world)
     fourth = await ask(world, "fourth")
     assert fourth.usage is not None and fourth.usage["cache_read_input_tokens"] == 0  # all lapsed
     assert fourth.usage["cache_creation"]["ephemeral_1h_input_tokens"] > 0  # written again
@@ -127,9 +134,7 @@ async def test_no_pings_once_the_server_nears_its_budget(
     world: World, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     warm = keep_warm_of(world)
-    await ask(world, "first", gap=0)
-    await ask(world, "second")
-    await ask(world, "third")
+    await three_turns_hours_apart(world)
     assert world.chat_id in warm.chats
     await spend(sessions, "8.50", world.clock.now(), guild_id=world.guild.id)  # 85% of $10
     later(world, 55 * 60)
@@ -140,10 +145,10 @@ async def test_no_pings_once_the_server_nears_its_budget(
 
 @pytest.mark.parametrize("settings", [{"keep_warm_hours": 0.0}], indirect=True)
 async def test_keep_warm_off_means_no_pings_and_the_marks_of_before(world: World) -> None:
-    cog: Any = world.env.bot.get_cog("ReplyCog")
+    bot: Any = world.env.bot
+    cog: Any = bot.get_cog("ReplyCog")
     assert not cog.keep_warm_loop.is_running()
-    for k, gap in enumerate([0, 3 * HOUR, 3 * HOUR]):
-        await ask(world, f"turn {k}", gap=gap)
+    await three_turns_hours_apart(world)
     assert cog.keep_warm.chats == {}
     # Gaps of hours without pings: a 1-hour write would be wasted, so 5-minute marks.
     marks = [
@@ -154,9 +159,7 @@ async def test_keep_warm_off_means_no_pings_and_the_marks_of_before(world: World
 
 async def test_pings_stop_at_the_chosen_horizon(world: World) -> None:
     warm = keep_warm_of(world)
-    await ask(world, "first", gap=0)
-    await ask(world, "second")
-    await ask(world, "third")
+    await three_turns_hours_apart(world)
     horizon = warm.chats[world.chat_id].plan.kept_warm_for
     assert horizon == timedelta(minutes=165).total_seconds()  # 3 pings reach a 3-hour gap
     sent = 0
@@ -168,8 +171,7 @@ async def test_pings_stop_at_the_chosen_horizon(world: World) -> None:
 
 async def test_a_wiped_chat_is_let_go_without_a_ping(world: World) -> None:
     warm = keep_warm_of(world)
-    for k, gap in enumerate([0, 3 * HOUR, 3 * HOUR]):
-        await ask(world, f"turn {k}", gap=gap)
+    await three_turns_hours_apart(world)
     assert world.chat_id in warm.chats
     await world.engine.wipe_chat(world.chat_id)  # /memory wipe
     later(world, 55 * 60)
