@@ -102,11 +102,6 @@ def choose_plan(gaps: Sequence[float], most_warm_for: float = 0.0) -> CachePlan:
     return CachePlan(MarkLifetimes(system="1h", body="5m", last="5m"))
 
 
-def choose_lifetimes(gaps: Sequence[float]) -> MarkLifetimes:
-    """The marks without keep-warm: :func:`choose_plan` with no pings."""
-    return choose_plan(gaps).lifetimes
-
-
 class TurnGaps:
     """Recent reply turn times per chat, and the plan they call for."""
 

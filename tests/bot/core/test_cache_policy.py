@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from datetime import UTC, datetime, timedelta
 
-from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes, TurnGaps, choose_lifetimes
+from bot.core.cache_policy import ALL_FIVE_MINUTES, MarkLifetimes, TurnGaps, choose_plan
 from bot.core.turn import Trigger, TurnNote, build_request
 from memory.reading.view import PromptView
 from tests.fakes.anthropic_validation import validate_request
@@ -15,13 +15,13 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def test_lifetimes_follow_the_gaps_between_turns() -> None:
     # Turns every 2 minutes: a 5-minute entry is always read again in time.
-    assert choose_lifetimes([120.0] * 6) == MarkLifetimes(system="1h", body="5m", last="5m")
+    assert choose_plan([120.0] * 6).lifetimes == MarkLifetimes(system="1h", body="5m", last="5m")
     # Every 20 minutes: a 5-minute entry would be written again at each turn (1.25x); 1 hour reads.
-    assert choose_lifetimes([1200.0] * 6) == MarkLifetimes(system="1h", body="1h", last="5m")
+    assert choose_plan([1200.0] * 6).lifetimes == MarkLifetimes(system="1h", body="1h", last="5m")
     # Mostly hours apart: the 1-hour write (2x) would be wasted; 0.75 x 5/6 > 1.25 x 1/6.
-    assert choose_lifetimes([7200.0] * 5 + [1200.0]).body == "5m"
+    assert choose_plan([7200.0] * 5 + [1200.0]).lifetimes.body == "5m"
     # Half 20 minutes, half hours: 1.25 x 0.5 > 0.75 x 0.5, so 1 hour.
-    assert choose_lifetimes([7200.0, 1200.0] * 3).body == "1h"
+    assert choose_plan([7200.0, 1200.0] * 3).lifetimes.body == "1h"
 
 
 def test_turn_gaps_are_kept_per_chat() -> None:
